@@ -1,0 +1,50 @@
+// A SAX front end for nlohmann::json that keeps oversized integer literals exact.
+#include "harness/json_reader.h"
+
+#include <stdexcept>
+
+namespace rpa {
+namespace {
+
+using json = nlohmann::json;
+
+// Builds the DOM as nlohmann does, except for number_float events whose
+// text has no '.', 'e' or 'E': those are integers that overflowed 64 bits.
+class ExactSax : public nlohmann::detail::json_sax_dom_parser<json> {
+ public:
+  explicit ExactSax(json& root) : json_sax_dom_parser(root, false) {}
+  bool number_float(json::number_float_t v, const json::string_t& text) {
+    if (text.find_first_of(".eE") == json::string_t::npos) {
+      json::string_t marked(kBigIntMarker);
+      marked += text;
+      return json_sax_dom_parser::string(marked);
+    }
+    return json_sax_dom_parser::number_float(v, text);
+  }
+  bool parse_error(std::size_t position, const std::string& last_token, const nlohmann::detail::exception& ex) {
+    error_position = position;
+    error_message = ex.what();
+    (void)last_token;
+    return false;
+  }
+  std::size_t error_position = 0;
+  std::string error_message;
+};
+
+}  // namespace
+
+json parse_json_exact(std::string_view text) {
+  json root;
+  ExactSax sax(root);
+  const bool ok = json::sax_parse(text.begin(), text.end(), &sax, nlohmann::detail::input_format_t::json, true);
+  if (!ok || sax.is_errored()) {
+    std::string msg = sax.error_message.empty() ? "invalid JSON" : sax.error_message;
+    // nlohmann's messages start with "[json.exception.parse_error.101] ";
+    // keep only the human part.
+    if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
+    throw std::invalid_argument(msg);
+  }
+  return root;
+}
+
+}  // namespace rpa
