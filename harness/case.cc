@@ -133,7 +133,12 @@ void parse_float_tensor(const json& obj, const char* key, const std::string& whe
     content.npy_path = path;
     const std::string full = (path.front() == '/' || base_dir.empty()) ? path : base_dir + "/" + path;
     if (count > kMaxMaterialisedElements) fail(where, field + ".shape", "too large to load (" + std::to_string(count) + " elements)");
-    NpyArray a = read_npy(full);
+    NpyArray a;
+    try {
+      a = read_npy(full);
+    } catch (const CaseError& e) {
+      fail(where, field + ".npy", e.what());
+    }
     if (a.shape != arg.shape) fail(where, field + ".npy", "shape of " + path + " differs from the case's shape");
     content.values = npy_to_values(a, arg.dtype, where + ": field '" + field + ".npy'");
     return;

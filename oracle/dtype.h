@@ -71,10 +71,18 @@ int dtype_packing(DType d);
 // --- Bit-exact conversions (computable dtypes only) ---------------------
 
 // The bit pattern (in the low dtype_bits(d) bits) of x.astype(d).
-// Floats: round to nearest, ties to even, each format's overflow rule as
-// ml_dtypes defines it (float16/bfloat16/e5m2 overflow to +-inf; e4m3fn has
-// no inf and overflows to NaN; NaN stays NaN). Integers: XLA's convert on
-// CPU (truncate toward zero, saturate at the type's limits, NaN -> 0).
+// Floats: round to nearest, ties to even, as ml_dtypes does
+// (ml_dtypes/include/float8.h ConvertImpl::run with kSaturate = kTruncate =
+// false; Eigen's float_to_bfloat16_rtne for bfloat16): float16 / bfloat16 /
+// e5m2 overflow to +-inf; e4m3fn has no inf, so overflow and +-inf become
+// NaN (S.1111.111) and 464 is the tie that rounds down to 448; subnormals are
+// kept, not flushed. A NaN keeps its sign and becomes the format's quiet NaN
+// (bf16 0x7FC0, f16 0x7E00, e5m2 0x7E, e4m3fn 0x7F).
+// Integers: XLA's convert on CPU, which jnp.astype runs
+// (xla/service/elemental_ir_emitter.cc, float kConvert, and
+// xla/literal.cc's constant folder: "saturating arithmetic ... NaN to
+// zero"): truncate toward zero, clamp to [min, max] (+-inf included), NaN
+// -> 0. ml_dtypes' own numpy cast to int4 wraps instead; JAX does not use it.
 uint32_t encode(DType d, float x);
 
 // The exact value of bit pattern `bits` (low dtype_bits(d) bits used).
