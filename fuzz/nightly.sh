@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The nightly fuzz job: builds the fuzz preset, runs every libFuzzer target for a time budget each, saves findings.
+# Usage: fuzz/nightly.sh [SECONDS_PER_TARGET] [OUT_DIR]
+# New inputs go to a scratch folder (listed first, so libFuzzer writes there); the checked-in corpus
+# under corpus/fuzz/<target>/ is read after it. Crashes are saved under OUT_DIR/<target>/ before anything is reported.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+budget=${1:-600}
+out=${2:-fuzz-out}
+scripts/install-deps
+cmake --preset fuzz >/dev/null
+cmake --build build-fuzz -j "$(nproc)"
+status=0
+for bin in build-fuzz/fuzz/*_fuzz; do
+  name=$(basename "$bin")
+  target=${name%_fuzz}
+  scratch="$out/$target/scratch"
+  crashes="$out/$target/crashes"
+  mkdir -p "$scratch" "$crashes" "corpus/fuzz/$target"
+  dict=()
+  [ -f "fuzz/$target.dict" ] && dict=(-dict="fuzz/$target.dict")
+  [ "$target" = case_parse ] && dict=(-dict=fuzz/case.dict)
+  echo "== $name for ${budget}s"
+  if ! "$bin" -max_total_time="$budget" -print_final_stats=1 -artifact_prefix="$crashes/" "${dict[@]}" \
+       "$scratch" "corpus/fuzz/$target" 2>"$out/$target/log.txt"; then
+    status=1
+    echo "   FINDING: see $crashes/ and $out/$target/log.txt"
+  fi
+  grep -E "stat::number_of_executed_units|stat::average_exec_per_sec" "$out/$target/log.txt" | sed 's/^/   /' || true
+done
+exit $status
