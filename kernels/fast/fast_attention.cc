@@ -1,0 +1,63 @@
+// The fast kernel's entry points: checks, plan, threads, and the C ABI wrapper.
+#include "kernels/fast/fast_attention.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/abi_dtype.h"
+#include "kernels/fast/plan.h"
+#include "kernels/fast/simd_attention.h"
+#include "kernels/fast/thread_pool.h"
+
+namespace rpa::fast {
+namespace {
+
+thread_local std::string t_message;
+
+rpa_status fail(int32_t code, const char* cls, std::string message) {
+  t_message = std::move(message);
+  return rpa_status{code, cls, t_message.c_str()};
+}
+
+}  // namespace
+
+const char* simd_target() { return simd_target_name(); }
+
+rpa_status attention(const rpa_problem& p, const NativeKv& kv, float* out, std::vector<std::string>* diagnostics) {
+  if (p.abi_version != RPA_ABI_VERSION)
+    return fail(RPA_ERR_UNSUPPORTED, nullptr, "rpa_problem.abi_version " + std::to_string(p.abi_version) + " != " +
+                                                  std::to_string(RPA_ABI_VERSION));
+  if (p.num_tokens < 0 || p.num_q_heads < 0 || p.head_dim < 0 || p.total_num_pages < 0 || p.page_size <= 0 ||
+      p.num_combined_kv_heads < 0 || p.max_num_seqs < 0 || p.pages_per_seq < 0)
+    return fail(RPA_ERR_REJECTED, "ValueError", "negative dimension or page_size <= 0 in rpa_problem");
+  if (kv.dtype != dtype_of(p.kv_dtype) || kv.total_num_pages != p.total_num_pages || kv.page_size != p.page_size ||
+      kv.num_combined_kv_heads != p.num_combined_kv_heads || kv.head_dim != p.head_dim)
+    return fail(RPA_ERR_INTERNAL, nullptr, "native KV cache does not match the problem's geometry");
+  // kernel.py:101-104: assert num_combined_kv_heads % 2 == 0, and
+  // num_q_heads % num_kv_heads == 0.
+  if (p.num_combined_kv_heads % 2 != 0) return fail(RPA_ERR_REJECTED, "AssertionError", "");
+  const int64_t num_kv_heads = p.num_combined_kv_heads / 2;
+  if (num_kv_heads == 0) return fail(RPA_ERR_REJECTED, "ZeroDivisionError", "integer modulo by zero");
+  if (p.num_q_heads % num_kv_heads != 0) return fail(RPA_ERR_REJECTED, "AssertionError", "");
+
+  Plan plan;
+  std::string error;
+  if (!make_plan(p, kv, tile_rows(), out, plan, error)) return fail(RPA_ERR_UNSUPPORTED, nullptr, error);
+  const int64_t row_elems = p.num_q_heads * p.head_dim;
+  std::fill(out + plan.rows_written * row_elems, out + p.num_tokens * row_elems, 0.0f);
+  int threads = p.num_threads > 0 ? p.num_threads : ThreadPool::hardware_threads();
+  threads = std::max(1, std::min<int>(threads, int(std::min<size_t>(plan.items.size(), 1024))));
+  run_plan(plan, threads);
+  if (diagnostics) *diagnostics = std::move(plan.diagnostics);
+  return rpa_status{RPA_OK, nullptr, nullptr};
+}
+
+}  // namespace rpa::fast
+
+extern "C" rpa_status rpa_fast_attention(const rpa_problem* p, float* out) {
+  if (p == nullptr || out == nullptr) return rpa::fast::fail(RPA_ERR_INTERNAL, nullptr, "null problem or output");
+  if (p->total_num_pages < 0 || p->page_size <= 0 || p->num_combined_kv_heads < 0 || p->head_dim < 0)
+    return rpa::fast::fail(RPA_ERR_REJECTED, "ValueError", "negative dimension or page_size <= 0 in rpa_problem");
+  const rpa::fast::NativeKv kv = rpa::fast::encode_kv(*p);
+  return rpa::fast::attention(*p, kv, out, nullptr);
+}

@@ -1,0 +1,31 @@
+// The fast CPU kernel: multi-threaded SIMD flash attention over the paged KV cache, following ref_ragged_paged_attention.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/fast/native_kv.h"
+#include "rpa/rpa.h"
+
+namespace rpa::fast {
+
+// Attention of `p` with the KV cache read from `kv` (p.kv_pages is not
+// read; kv must have p's page geometry and dtype). Writes
+// out[p.num_tokens * p.num_q_heads * p.head_dim]: rows [0, cu_q_lens[num_seqs])
+// as the reference concatenates them, every later row 0. Semantics and the
+// ways it differs from the float32 reference are in docs/fast_kernel.md.
+// `diagnostics` (optional) receives notes such as clamped page indices.
+rpa_status attention(const rpa_problem& p, const NativeKv& kv, float* out, std::vector<std::string>* diagnostics);
+
+// The Highway target the SIMD code runs on ("AVX3", "AVX2", ...).
+const char* simd_target();
+
+}  // namespace rpa::fast
+
+extern "C" {
+// The C ABI entry (rpa_attention_fn): encodes p.kv_pages to native storage,
+// then runs rpa::fast::attention. Rejects (RPA_ERR_REJECTED) head counts the
+// reference asserts on; the TPU kernel's tiling limits are the harness's
+// concern (see harness/impl_fast.cc).
+rpa_status rpa_fast_attention(const rpa_problem* p, float* out);
+}

@@ -1,0 +1,67 @@
+// Encoding the ABI's float32 KV values into native storage, with the per-slot statistics.
+#include "kernels/fast/native_kv.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/abi_dtype.h"
+
+namespace rpa::fast {
+
+int native_elem_bytes(DType d) {
+  switch (d) {
+    case DType::kFloat32: return 4;
+    case DType::kBFloat16:
+    case DType::kFloat16: return 2;
+    default: return 1;  // float8, int8, int4 (one value a byte)
+  }
+}
+
+NativeKv encode_kv(const rpa_problem& p) {
+  NativeKv kv;
+  kv.dtype = dtype_of(p.kv_dtype);
+  kv.total_num_pages = p.total_num_pages;
+  kv.page_size = p.page_size;
+  kv.num_combined_kv_heads = p.num_combined_kv_heads;
+  kv.head_dim = p.head_dim;
+  kv.elem_bytes = native_elem_bytes(kv.dtype);
+  const int64_t slots = p.total_num_pages * p.page_size;
+  const int64_t per_slot = kv.slot_elems();
+  const int64_t n = slots * per_slot;
+  kv.bytes.resize(static_cast<size_t>(n * kv.elem_bytes));
+  kv.nonfinite.assign(static_cast<size_t>(slots), 0);
+  kv.k_absmax.assign(static_cast<size_t>(slots), 0.0f);
+  uint8_t* dst = kv.bytes.data();
+  for (int64_t s = 0; s < slots; ++s) {
+    const float* src = p.kv_pages + s * per_slot;
+    float kmax = 0.0f;
+    bool bad = false;
+    for (int64_t e = 0; e < per_slot; ++e) {
+      const float x = src[e];
+      if (!std::isfinite(x)) {
+        bad = true;
+      } else if ((e / p.head_dim) % 2 == 0) {  // K lives at even combined heads
+        kmax = std::fmax(kmax, std::fabs(x));
+      }
+      const int64_t i = s * per_slot + e;
+      switch (kv.elem_bytes) {
+        case 4: std::memcpy(dst + 4 * i, &x, 4); break;
+        case 2: {
+          const uint16_t b = static_cast<uint16_t>(encode(kv.dtype, x));
+          std::memcpy(dst + 2 * i, &b, 2);
+          break;
+        }
+        default: {
+          uint32_t b = encode(kv.dtype, x);
+          if (kv.dtype == DType::kInt4) b = (b & 0x8) ? (b | 0xF0) : (b & 0x0F);  // sign-extend to a byte
+          dst[i] = static_cast<uint8_t>(b);
+        }
+      }
+    }
+    kv.nonfinite[s] = bad ? 1 : 0;
+    kv.k_absmax[s] = kmax;
+  }
+  return kv;
+}
+
+}  // namespace rpa::fast

@@ -1,0 +1,42 @@
+// The KV cache as a serving system stores it: native-dtype bytes plus per-token statistics the fast kernel reads.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "oracle/dtype.h"
+#include "rpa/rpa.h"
+
+namespace rpa::fast {
+
+// kv_pages [total_num_pages, page_size, num_combined_kv_heads, head_dim] in
+// the KV dtype's own storage: float32 as float, bfloat16 / float16 as their
+// 16-bit patterns, float8 as their 8-bit patterns, int8 as int8, int4 one
+// sign-extended value per byte. The ABI hands the kernel float32 values; a
+// server's cache holds these bytes, so the bench times the kernel on them.
+struct NativeKv {
+  DType dtype = DType::kFloat32;
+  int64_t total_num_pages = 0, page_size = 0, num_combined_kv_heads = 0, head_dim = 0;
+  int elem_bytes = 4;
+  std::vector<uint8_t> bytes;
+  // Statistics per (page, token) slot, kept when the cache is written (one
+  // comparison per element). The kernel skips a masked block only when it
+  // can prove the skip exact; these make the proof cheap:
+  //   nonfinite[slot]: some K or V element of the slot is NaN or +-Inf (a
+  //     NaN key inside kv_len, even a masked one, makes the reference's row
+  //     NaN, so such a sequence is computed in full);
+  //   k_absmax[slot]: max |K element| over the slot's K heads (finite ones).
+  std::vector<uint8_t> nonfinite;
+  std::vector<float> k_absmax;
+
+  int64_t slot_elems() const { return num_combined_kv_heads * head_dim; }
+};
+
+// Sizes of an element of the KV dtype in NativeKv::bytes.
+int native_elem_bytes(DType d);
+
+// Encodes the ABI's float32 KV values (each exactly a value of p.kv_dtype)
+// with the dtype model's encode() and computes the statistics.
+NativeKv encode_kv(const rpa_problem& p);
+
+}  // namespace rpa::fast

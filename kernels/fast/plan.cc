@@ -1,0 +1,214 @@
+// Builds the fast kernel's plan: the reference's per-sequence slicing, clamped page indices, skip proofs, work items.
+#include "kernels/fast/plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/abi_dtype.h"
+
+namespace rpa::fast {
+namespace {
+
+int32_t wrap32(int64_t x) { return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(x))); }
+
+// Python's slice bound normalisation for x[start:stop] on a length-n axis.
+int64_t slice_bound(int64_t x, int64_t n) {
+  if (x < 0) return std::max<int64_t>(0, x + n);
+  return std::min(x, n);
+}
+
+// Masked keys can be skipped when their weight, relative to the row's
+// largest unmasked one, is below e^-150 (far below float32's 2^-149): with
+// every score |s| <= S, a masked key weighs at most exp(mask_value + 2S).
+// S is |soft_cap| when the cap is on (|cap * tanh(.)| <= |cap|), else
+// |sm_scale| * max ||q_row||_1 * max |k| (Hoelder), padded for float32
+// rounding of the dot product and of the dequantisation.
+bool masked_negligible(const KernelCtx& c, double q1max, double kmax) {
+  const double m = c.mask_value;
+  if (std::isnan(m)) return false;
+  double s;
+  if (c.has_soft_cap) {
+    s = std::fabs(double(c.soft_cap));
+  } else {
+    if (c.has_k_scale) {
+      kmax *= std::fabs(double(c.k_scale)) * (1.0 + 4.0 * unit_roundoff(c.q_dtype) + 1e-6);
+      if (!(kmax <= max_finite(c.q_dtype))) return false;  // the cast to q's dtype could overflow
+    }
+    s = std::fabs(double(c.sm_scale)) * q1max * kmax * 1.01 + 1.0;
+  }
+  return std::isfinite(s) && m + 2.0 * s < -150.0;
+}
+
+}  // namespace
+
+RowRange row_range(const KernelCtx& c, const SeqPlan& s, int64_t t) {
+  // q_span = (kv_len - q_len) + iota, mask = q_span < kv_span, and with a
+  // window also q_span - sliding_window >= kv_span (kernel.py:133-138), all
+  // int32 arithmetic.
+  const int32_t q_span = wrap32(int64_t(s.q_span0) + t);
+  int64_t hi = std::min<int64_t>(q_span, s.num_keys - 1);
+  int64_t lo = 0;
+  if (c.has_sliding_window) lo = std::max<int64_t>(0, int64_t(wrap32(int64_t(q_span) - c.sliding_window)) + 1);
+  if (lo > hi) {
+    if (std::isfinite(c.mask_value)) return {0, s.num_keys - 1};
+    return {s.num_keys, -1};  // every key masked, mask_value kept: NaN as in the reference
+  }
+  return {lo, hi};
+}
+
+RowRange tile_key_range(const KernelCtx& c, const SeqPlan& s, int64_t t0, int64_t t1) {
+  RowRange u{std::numeric_limits<int64_t>::max(), -1};
+  // Fully masked rows (all at the start of a sequence) widen the range to
+  // every key; otherwise lo and hi grow with t, so the ends decide.
+  for (int64_t t : {t0, t1}) {
+    const RowRange r = row_range(c, s, t);
+    if (r.lo <= r.hi) u.lo = std::min(u.lo, r.lo), u.hi = std::max(u.hi, r.hi);
+  }
+  if (u.hi < 0) return {0, -1};
+  return u;
+}
+
+bool make_plan(const rpa_problem& p, const NativeKv& kv, int64_t tile_rows, float* out, Plan& plan,
+               std::string& error) {
+  KernelCtx& c = plan.ctx;
+  c.q_dtype = dtype_of(p.q_dtype);
+  c.kv_dtype = kv.dtype;
+  c.num_q_heads = p.num_q_heads;
+  c.head_dim = p.head_dim;
+  c.num_kv_heads = p.num_combined_kv_heads / 2;
+  c.group = c.num_kv_heads > 0 ? p.num_q_heads / c.num_kv_heads : 0;
+  c.page_size = p.page_size;
+  c.num_combined_kv_heads = p.num_combined_kv_heads;
+  c.pages_per_seq = p.pages_per_seq;
+  c.total_num_pages = p.total_num_pages;
+  c.q = p.q;
+  c.kv = kv.bytes.data();
+  c.kv_elem_bytes = kv.elem_bytes;
+  c.sm_scale = p.sm_scale;
+  c.has_soft_cap = p.has_soft_cap != 0;
+  c.soft_cap = p.soft_cap;
+  c.mask_value = p.mask_value;
+  c.has_sliding_window = p.has_sliding_window != 0;
+  c.sliding_window = p.sliding_window;
+  c.has_k_scale = p.has_k_scale != 0;
+  c.has_v_scale = p.has_v_scale != 0;
+  c.k_scale = p.k_scale;
+  c.v_scale = p.v_scale;
+  c.out = out;
+
+  const int64_t T = p.num_tokens, Hq = p.num_q_heads, D = p.head_dim;
+  const int64_t P = p.total_num_pages, ps = p.page_size, pps = p.pages_per_seq;
+  const int64_t kv_cap = pps * ps;  // gathered keys before the [:kv_len] cut
+
+  // for i in range(num_seqs[0]) (kernel.py:108); past max_num_seqs the
+  // Python reference raises IndexError and the kernel reads past its SMEM.
+  int64_t n = std::max<int64_t>(0, p.num_seqs);
+  if (n > p.max_num_seqs) {
+    plan.diagnostics.push_back("num_seqs=" + std::to_string(p.num_seqs) + " exceeds max_num_seqs=" +
+                               std::to_string(p.max_num_seqs) + ": only the first " +
+                               std::to_string(p.max_num_seqs) + " sequences are run");
+    n = p.max_num_seqs;
+  }
+
+  plan.pages.assign(static_cast<size_t>(n * pps), 0);
+  int64_t clamped = 0;
+  std::string first_clamp;
+  int64_t out_row = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    SeqPlan s;
+    const int64_t q_start = p.cu_q_lens[i], q_end = p.cu_q_lens[i + 1];
+    s.q_row0 = slice_bound(q_start, T);
+    s.num_tokens = std::max<int64_t>(0, slice_bound(q_end, T) - s.q_row0);
+    const int32_t q_len = wrap32(q_end - q_start);
+    const int32_t kv_len = p.kv_lens[i];
+    s.num_keys = kv_len >= 0 ? std::min<int64_t>(kv_len, kv_cap) : std::max<int64_t>(0, kv_cap + kv_len);
+    s.q_span0 = wrap32(int64_t(kv_len) - q_len);
+    s.out_row0 = out_row;
+    s.page_row = i;
+    if (out_row + s.num_tokens > T) {
+      plan.diagnostics.push_back("sequence " + std::to_string(i) +
+                                 ": the concatenated output overruns the q buffer; its rows past row " +
+                                 std::to_string(T) + " are dropped");
+      s.num_tokens = std::max<int64_t>(0, T - out_row);
+    }
+    out_row += s.num_tokens;
+    if (s.num_keys > 0 && P == 0) {
+      error = "sequence " + std::to_string(i) + " has keys but kv_pages has no pages";
+      return false;
+    }
+    // kv_pages[indices]: JAX wraps a negative index once and clamps the rest
+    // (the upstream test pads page_indices with NaN cast to int32).
+    const int64_t used_pages = (s.num_keys + ps - 1) / std::max<int64_t>(ps, 1);
+    for (int64_t k = 0; k < pps; ++k) {
+      const int64_t raw = p.page_indices[i * pps + k];
+      int64_t idx = raw < 0 ? raw + P : raw;
+      idx = std::clamp<int64_t>(idx, 0, std::max<int64_t>(P - 1, 0));
+      if (idx != raw && k < used_pages) {
+        if (clamped++ == 0)
+          first_clamp = "page_indices[" + std::to_string(i) + "][" + std::to_string(k) + "]=" +
+                        std::to_string(raw) + " -> page " + std::to_string(idx);
+      }
+      plan.pages[i * pps + k] = static_cast<int32_t>(idx);
+    }
+
+    // Skip proof inputs: the sequence's K statistics and its q rows.
+    bool finite = true;
+    double kmax = 0;
+    for (int64_t j = 0; j < s.num_keys; ++j) {
+      const int64_t slot = int64_t(plan.pages[i * pps + j / ps]) * ps + j % ps;
+      finite = finite && kv.nonfinite[slot] == 0;
+      kmax = std::max(kmax, double(kv.k_absmax[slot]));
+    }
+    double q1max = 0;
+    for (int64_t t = 0; t < s.num_tokens && finite; ++t) {
+      const float* row = p.q + (s.q_row0 + t) * Hq * D;
+      for (int64_t h = 0; h < Hq; ++h) {
+        double a = 0;
+        for (int64_t d = 0; d < D; ++d) a += std::fabs(double(row[h * D + d]));
+        q1max = std::max(q1max, a);
+      }
+    }
+    finite = finite && std::isfinite(q1max);
+    // Tiles find their keys from their first and last rows, which needs the
+    // ranges to move monotonically: no int32 wraparound in q_span (or in
+    // q_span - sliding_window) over the sequence.
+    const bool monotone = int64_t(s.q_span0) + s.num_tokens <= std::numeric_limits<int32_t>::max() &&
+                          (!c.has_sliding_window ||
+                           int64_t(s.q_span0) - c.sliding_window >= std::numeric_limits<int32_t>::min());
+    s.skip_masked = finite && monotone && masked_negligible(c, q1max, kmax);
+    plan.seqs.push_back(s);
+  }
+  if (clamped > 0)
+    plan.diagnostics.push_back(std::to_string(clamped) +
+                               " page index(es) of attended pages outside [0, total_num_pages) clamped as JAX "
+                               "indexing does (the TPU kernel reads whatever page that is); first: " +
+                               first_clamp);
+  plan.rows_written = out_row;
+  c.pages = plan.pages.data();
+
+  // Work items: tiles of `tile_rows` rows of each (sequence, KV head) group.
+  const int64_t G = c.group;
+  for (int64_t i = 0; i < n; ++i) {
+    const SeqPlan& s = plan.seqs[i];
+    const int64_t rows = s.num_tokens * G;
+    for (int64_t g = 0; g < c.num_kv_heads; ++g) {
+      for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+        WorkItem w;
+        w.seq = static_cast<int32_t>(i);
+        w.kv_head = static_cast<int32_t>(g);
+        w.row0 = r0;
+        w.row1 = std::min(rows, r0 + tile_rows);
+        RowRange kr{0, s.num_keys - 1};
+        if (s.skip_masked) kr = tile_key_range(c, s, w.row0 / G, (w.row1 - 1) / G);
+        w.cost = double(w.row1 - w.row0 + 8) * double(std::max<int64_t>(0, kr.hi - kr.lo + 1) + 8);
+        plan.items.push_back(w);
+      }
+    }
+  }
+  std::stable_sort(plan.items.begin(), plan.items.end(),
+                   [](const WorkItem& a, const WorkItem& b) { return a.cost > b.cost; });
+  return true;
+}
+
+}  // namespace rpa::fast

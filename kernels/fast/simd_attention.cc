@@ -1,0 +1,88 @@
+// The fast kernel's SIMD code compiled for each Highway target (AVX-512, AVX2, portable), with run-time dispatch.
+#ifndef HWY_DISABLED_TARGETS
+// SSSE3 and SSE4 add compile time but nothing on machines this runs on:
+// they fall back to the portable target.
+#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
+#endif
+
+#include "kernels/fast/simd_attention.h"
+
+#include <atomic>
+#include <vector>
+
+#include "kernels/fast/thread_pool.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/fast/simd_attention.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "hwy/highway.h"
+#include "kernels/fast/convert-inl.h"
+#include "kernels/fast/tiles-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace rpa::fast::HWY_NAMESPACE {
+
+int64_t LanesOfTarget() { return int64_t(hn::Lanes(DF())); }
+const char* NameOfTarget() { return hwy::TargetName(HWY_TARGET); }
+
+void RunPlan(const Plan* plan, int threads) {
+  const KernelCtx& c = plan->ctx;
+  const size_t N = hn::Lanes(DF());
+  const bool in_place = c.kv_dtype == DType::kFloat32 && !c.has_k_scale && !c.has_v_scale && c.head_dim > 0 &&
+                        size_t(c.head_dim) % N == 0;
+  std::atomic<size_t> next{0};
+  const auto& items = plan->items;
+  ThreadPool::global().run(threads, [&](int) {
+    Scratch sc;
+    sc.init(N, c.head_dim, in_place);
+    for (size_t i = next.fetch_add(1); i < items.size(); i = next.fetch_add(1)) {
+      const WorkItem& w = items[i];
+      RunTile(c, plan->seqs[w.seq], w.kv_head, w.row0, w.row1, sc);
+    }
+  });
+}
+
+void ConvertRowForTest(DType kv, DType q, bool scaled, float scale, const uint8_t* src, int64_t n, float* dst) {
+  const size_t N = hn::Lanes(DF());
+  const size_t np = (size_t(n) + N - 1) / N * N;
+  auto buf = hwy::AllocateAligned<float>(np + N);
+  ConverterFor(kv)(src, n, np, scaled, scale, q, buf.get());
+  for (int64_t i = 0; i < n; ++i) dst[i] = buf[i];
+}
+
+void RoundForTest(DType q, const float* src, int64_t n, float* dst) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  HWY_ALIGN float tmp[hn::MaxLanes(df)];
+  for (int64_t i = 0; i < n; i += int64_t(N)) {
+    for (size_t k = 0; k < N; ++k) tmp[k] = i + int64_t(k) < n ? src[i + int64_t(k)] : 0.0f;
+    hn::Store(RoundToQ(df, q, hn::Load(df, tmp)), df, tmp);
+    for (size_t k = 0; k < N && i + int64_t(k) < n; ++k) dst[i + int64_t(k)] = tmp[k];
+  }
+}
+
+}  // namespace rpa::fast::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace rpa::fast {
+
+HWY_EXPORT(LanesOfTarget);
+HWY_EXPORT(NameOfTarget);
+HWY_EXPORT(RunPlan);
+HWY_EXPORT(ConvertRowForTest);
+HWY_EXPORT(RoundForTest);
+
+int64_t simd_lanes() { return HWY_DYNAMIC_DISPATCH(LanesOfTarget)(); }
+const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(NameOfTarget)(); }
+void run_plan(const Plan& plan, int threads) { HWY_DYNAMIC_DISPATCH(RunPlan)(&plan, threads); }
+void convert_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, int64_t n, float* dst) {
+  HWY_DYNAMIC_DISPATCH(ConvertRowForTest)(kv, q, scaled, scale, src, n, dst);
+}
+void round_for_test(DType q, const float* src, int64_t n, float* dst) {
+  HWY_DYNAMIC_DISPATCH(RoundForTest)(q, src, n, dst);
+}
+
+}  // namespace rpa::fast
+#endif  // HWY_ONCE

@@ -1,0 +1,26 @@
+// Entry points into the fast kernel's SIMD code, dispatched at run time to the best Highway target of the CPU.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/fast/plan.h"
+#include "oracle/dtype.h"
+
+namespace rpa::fast {
+
+// Float lanes of the SIMD target the dispatcher picks on this CPU.
+int64_t simd_lanes();
+// Its name ("AVX3", "AVX2", "EMU128", ...).
+const char* simd_target_name();
+// Rows per work item: the largest tile of the target (four vectors of rows).
+inline int64_t tile_rows() { return 4 * simd_lanes(); }
+
+// Runs every work item of `plan` on `threads` threads.
+void run_plan(const Plan& plan, int threads);
+
+// Test hooks (run on the dispatched target): one K/V row converted as the
+// tiles convert it, and float32 values cast to q's dtype as outputs are.
+void convert_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, int64_t n, float* dst);
+void round_for_test(DType q, const float* src, int64_t n, float* dst);
+
+}  // namespace rpa::fast

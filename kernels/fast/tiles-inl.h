@@ -1,0 +1,442 @@
+// The fast kernel's SIMD tiles (per Highway target): flash-style attention of a tile of rows over KV blocks.
+// Included once per target by simd_attention.cc through foreach_target.h.
+//
+// A tile is rows [row0, row1) of one (sequence, KV head) group; row
+// rho = token * group + head-in-group, so the GQA q heads of a KV head share
+// every K/V block. Keys come in blocks of kBlockKeys, converted to float32
+// once per block (or read in place for float32 KV). Scores, the online
+// softmax (running max m, sum l, accumulator O) and p.v are float32; the
+// probabilities stay float32 (the exact math), where the reference casts them
+// to V's dtype first - a difference inside the tolerance bound.
+//
+// Two shapes:
+//  * TileB (many rows): rows live in SIMD lanes. Q is transposed once per
+//    tile, S^T[key][rows] accumulates broadcast K elements times Q^T vectors,
+//    so the row-wise softmax is lane-wise and needs no horizontal operation.
+//  * TileA (few rows, e.g. decode: the group's q heads of one token): dot
+//    products along head_dim, 4 rows x (lanes / 4) keys per register block,
+//    reduced into one vector of scores by a ConcatEven/ConcatOdd tree.
+// Both end in PV4: O[4 rows][head_dim] += p[key][row] * V[key][:].
+#if defined(RPA_FAST_TILES_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RPA_FAST_TILES_INL_H_
+#undef RPA_FAST_TILES_INL_H_
+#else
+#define RPA_FAST_TILES_INL_H_
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
+#include "kernels/fast/convert-inl.h"
+#include "kernels/fast/plan.h"
+#include "kernels/fast/scratch.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace rpa::fast::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DI = hn::RebindToSigned<DF>;
+using ConvertFn = void (*)(const uint8_t*, int64_t, size_t, bool, float, DType, float*);
+
+template <DType kKv>
+void ConvertRowFn(const uint8_t* src, int64_t n, size_t n_padded, bool scaled, float scale, DType q, float* dst) {
+  ConvertRow<kKv>(src, n, n_padded, scaled, scale, q, dst);
+}
+
+inline ConvertFn ConverterFor(DType kv) {
+  switch (kv) {
+    case DType::kFloat32: return &ConvertRowFn<DType::kFloat32>;
+    case DType::kBFloat16: return &ConvertRowFn<DType::kBFloat16>;
+    case DType::kFloat16: return &ConvertRowFn<DType::kFloat16>;
+    case DType::kFloat8E4M3FN: return &ConvertRowFn<DType::kFloat8E4M3FN>;
+    case DType::kFloat8E5M2: return &ConvertRowFn<DType::kFloat8E5M2>;
+    default: return &ConvertRowFn<DType::kInt8>;  // int8 and int4 (a byte each)
+  }
+}
+
+// Pointers to the float32 K and V rows of keys [b0, b0 + nb) of one KV head:
+// converted into the scratch, or in place when the KV is float32 already.
+// K pointers past nb (up to a multiple of `pad`) point to a zero row.
+inline void GatherBlock(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t b0, int64_t nb, size_t pad,
+                        Scratch& sc, ConvertFn convert, bool in_place) {
+  const int64_t D = c.head_dim, ps = c.page_size;
+  const int64_t row_bytes = D * c.kv_elem_bytes;
+  const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
+  for (int64_t j = 0; j < nb; ++j) {
+    const int64_t key = b0 + j;
+    const int64_t slot = int64_t(pages[key / ps]) * ps + key % ps;
+    const uint8_t* k = c.kv + (slot * c.num_combined_kv_heads + 2 * g) * row_bytes;
+    const uint8_t* v = k + row_bytes;
+    if (in_place) {
+      sc.krow[j] = reinterpret_cast<const float*>(k);
+      sc.vrow[j] = reinterpret_cast<const float*>(v);
+    } else {
+      float* kd = sc.kbuf.get() + j * sc.Dp;
+      float* vd = sc.vbuf.get() + j * sc.Dp;
+      convert(k, D, sc.Dp, c.has_k_scale, c.k_scale, c.q_dtype, kd);
+      convert(v, D, sc.Dp, c.has_v_scale, c.v_scale, c.q_dtype, vd);
+      sc.krow[j] = kd;
+      sc.vrow[j] = vd;
+    }
+  }
+  const size_t nbp = (size_t(nb) + pad - 1) / pad * pad;
+  for (size_t j = size_t(nb); j < nbp; ++j) sc.krow[j] = sc.zero.get();
+}
+
+// o[r][:] = o[r][:] * alpha[r] + sum_j p[j * pstride + r] * vrow[j][:] for
+// r < 4, over head-dim vectors [v0, v0 + kDV).
+template <int kDV>
+HWY_INLINE void PV4Chunk(float* HWY_RESTRICT o, size_t Dp, const float* alpha, const float* HWY_RESTRICT p,
+                         size_t pstride, int64_t nb, const float* const* vrow, size_t v0) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  VF acc[4][kDV];
+  for (int r = 0; r < 4; ++r) {
+    const VF a = hn::Set(df, alpha[r]);
+    for (int v = 0; v < kDV; ++v) acc[r][v] = hn::Mul(hn::Load(df, o + r * Dp + (v0 + v) * N), a);
+  }
+  for (int64_t j = 0; j < nb; ++j) {
+    VF vv[kDV];
+    for (int v = 0; v < kDV; ++v) vv[v] = hn::LoadU(df, vrow[j] + (v0 + v) * N);
+    const float* pj = p + j * pstride;
+    for (int r = 0; r < 4; ++r) {
+      const VF pr = hn::Set(df, pj[r]);
+      for (int v = 0; v < kDV; ++v) acc[r][v] = hn::MulAdd(pr, vv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < 4; ++r)
+    for (int v = 0; v < kDV; ++v) hn::Store(acc[r][v], df, o + r * Dp + (v0 + v) * N);
+}
+
+HWY_INLINE void PV4(float* HWY_RESTRICT o, size_t Dp, const float* alpha, const float* HWY_RESTRICT p,
+                    size_t pstride, int64_t nb, const float* const* vrow) {
+  const size_t nv = Dp / hn::Lanes(DF());
+  size_t v0 = 0;
+  for (; v0 + 4 <= nv; v0 += 4) PV4Chunk<4>(o, Dp, alpha, p, pstride, nb, vrow, v0);
+  for (; v0 < nv; ++v0) PV4Chunk<1>(o, Dp, alpha, p, pstride, nb, vrow, v0);
+}
+
+// soft_cap * tanh(x / soft_cap) (kernel.py:139-140), NaN kept.
+HWY_INLINE VF SoftCap(DF df, VF x, VF cap) {
+  const VF t = hn::Mul(cap, hn::Tanh(df, hn::Div(x, cap)));
+  return hn::IfThenElse(hn::IsNaN(x), x, t);
+}
+
+// Writes row `rho` of a tile: O / l cast to q's dtype, or zeros for a
+// sequence without keys (the reference's einsum over zero keys).
+inline void WriteRow(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t rho_global, const float* o, float l) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const int64_t G = c.group, D = c.head_dim;
+  const int64_t t = rho_global / G, h = rho_global % G;
+  float* dst = c.out + ((s.out_row0 + t) * c.num_q_heads + g * G + h) * D;
+  if (s.num_keys == 0) {
+    std::fill(dst, dst + D, 0.0f);
+    return;
+  }
+  const VF lv = hn::Set(df, l);
+  size_t d = 0;
+  for (; d + N <= size_t(D); d += N) hn::StoreU(RoundToQ(df, c.q_dtype, hn::Div(hn::Load(df, o + d), lv)), df, dst + d);
+  if (d < size_t(D)) {
+    HWY_ALIGN float tmp[hn::MaxLanes(df)];
+    hn::Store(RoundToQ(df, c.q_dtype, hn::Div(hn::Load(df, o + d), lv)), df, tmp);
+    std::memcpy(dst + d, tmp, (size_t(D) - d) * sizeof(float));
+  }
+}
+
+inline const float* QRow(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t rho_global) {
+  const int64_t G = c.group;
+  return c.q + ((s.q_row0 + rho_global / G) * c.num_q_heads + g * G + rho_global % G) * c.head_dim;
+}
+
+struct TileKeys {
+  RowRange range;     // keys the tile visits
+  int64_t lo_max;     // a block inside [lo_max, hi_min] needs no mask
+  int64_t hi_min;
+};
+
+inline TileKeys KeysOfTile(const KernelCtx& c, const SeqPlan& s, int64_t row0, int64_t row1, const int32_t* lo,
+                           const int32_t* hi) {
+  TileKeys k;
+  k.lo_max = 0;
+  k.hi_min = s.num_keys - 1;
+  for (int64_t r = 0; r < row1 - row0; ++r) k.lo_max = std::max<int64_t>(k.lo_max, lo[r]), k.hi_min = std::min<int64_t>(k.hi_min, hi[r]);
+  if (s.skip_masked) {
+    k.range = tile_key_range(c, s, row0 / c.group, (row1 - 1) / c.group);
+  } else {
+    k.range = {0, s.num_keys - 1};
+  }
+  return k;
+}
+
+// ---------------------------------------------------------------- TileB
+// S^T[KC keys][RV vectors of rows] += K[key][d] (broadcast) * Q^T[d][rows].
+template <int kRV>
+HWY_INLINE void QKBlockB(const float* HWY_RESTRICT qt, size_t RP, const float* const* krow, int64_t D, float sm,
+                         float* HWY_RESTRICT st) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  constexpr int kKC = 16 / kRV;
+  VF acc[kKC][kRV];
+  for (int jj = 0; jj < kKC; ++jj)
+    for (int rv = 0; rv < kRV; ++rv) acc[jj][rv] = hn::Zero(df);
+  const float* kr[kKC];
+  for (int jj = 0; jj < kKC; ++jj) kr[jj] = krow[jj];
+  for (int64_t d = 0; d < D; ++d) {
+    VF q[kRV];
+    for (int rv = 0; rv < kRV; ++rv) q[rv] = hn::Load(df, qt + d * RP + rv * N);
+    for (int jj = 0; jj < kKC; ++jj) {
+      const VF k = hn::Set(df, kr[jj][d]);
+      for (int rv = 0; rv < kRV; ++rv) acc[jj][rv] = hn::MulAdd(k, q[rv], acc[jj][rv]);
+    }
+  }
+  const VF vs = hn::Set(df, sm);  // attn *= sm_scale (kernel.py:132)
+  for (int jj = 0; jj < kKC; ++jj)
+    for (int rv = 0; rv < kRV; ++rv) hn::Store(hn::Mul(acc[jj][rv], vs), df, st + jj * RP + rv * N);
+}
+
+template <int kRV>
+void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_t row1, Scratch& sc) {
+  const DF df;
+  const DI di;
+  const size_t N = hn::Lanes(df);
+  const size_t RP = kRV * N;
+  constexpr int kKC = 16 / kRV;
+  const int64_t R = row1 - row0, D = c.head_dim;
+  const size_t Dp = sc.Dp;
+
+  float* qt = sc.qt.get();
+  std::fill(qt, qt + size_t(D) * RP, 0.0f);
+  int32_t* lo = sc.lo.get();
+  int32_t* hi = sc.hi.get();
+  for (size_t r = 0; r < RP; ++r) {
+    if (int64_t(r) < R) {
+      const float* q = QRow(c, s, g, row0 + r);
+      for (int64_t d = 0; d < D; ++d) qt[d * RP + r] = q[d];
+      const RowRange rr = row_range(c, s, (row0 + r) / c.group);
+      lo[r] = int32_t(rr.lo);
+      hi[r] = int32_t(rr.hi);
+    } else {  // padding lanes: zero q, never masked, never written
+      lo[r] = 0;
+      hi[r] = std::numeric_limits<int32_t>::max();
+    }
+  }
+  const TileKeys keys = KeysOfTile(c, s, row0, row1, lo, hi);
+
+  VF m[kRV], l[kRV];
+  hn::Vec<DI> lo_i[kRV], hi_i[kRV];
+  for (int rv = 0; rv < kRV; ++rv) {
+    m[rv] = hn::Set(df, -std::numeric_limits<float>::infinity());
+    l[rv] = hn::Zero(df);
+    lo_i[rv] = hn::Load(di, lo + rv * N);
+    hi_i[rv] = hn::Load(di, hi + rv * N);
+  }
+  float* o = sc.o.get();
+  const size_t R4 = (size_t(R) + 3) / 4 * 4;
+  std::fill(o, o + R4 * Dp, 0.0f);
+  float* st = sc.st.get();
+  const VF neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
+  const VF mask_v = hn::Set(df, c.mask_value);
+  const VF cap_v = hn::Set(df, c.soft_cap);
+  const ConvertFn convert = ConverterFor(c.kv_dtype);
+
+  for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += kBlockKeys) {
+    const int64_t nb = std::min<int64_t>(kBlockKeys, keys.range.hi + 1 - b0);
+    const int64_t nbp = (nb + kKC - 1) / kKC * kKC;
+    GatherBlock(c, s, g, b0, nb, kKC, sc, convert, sc.in_place);
+    for (int64_t j0 = 0; j0 < nbp; j0 += kKC) QKBlockB<kRV>(qt, RP, sc.krow.data() + j0, D, c.sm_scale, st + j0 * RP);
+
+    // Soft cap, mask (kernel.py:139-141), keys past the block -> -inf.
+    const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
+    VF mb[kRV];
+    for (int rv = 0; rv < kRV; ++rv) mb[rv] = neg_inf;
+    for (int64_t j = 0; j < nbp; ++j) {
+      const auto key = hn::Set(di, int32_t(b0 + j));
+      for (int rv = 0; rv < kRV; ++rv) {
+        float* sp = st + j * RP + rv * N;
+        VF v = hn::Load(df, sp);
+        if (c.has_soft_cap) v = SoftCap(df, v, cap_v);
+        if (need_mask) {
+          const auto masked = hn::Or(hn::Lt(key, lo_i[rv]), hn::Gt(key, hi_i[rv]));
+          v = hn::IfThenElse(hn::RebindMask(df, masked), hn::Add(v, mask_v), v);
+        }
+        if (j >= nb) v = neg_inf;
+        hn::Store(v, df, sp);
+        mb[rv] = hn::Max(mb[rv], v);
+      }
+    }
+    // Online softmax: m_new = max(m, block max); p = e^(s - m_new);
+    // l = l * e^(m - m_new) + sum p. A running max of -inf uses 0 instead,
+    // so rows whose scores so far are all -inf do not turn NaN.
+    for (int rv = 0; rv < kRV; ++rv) {
+      const VF m_new = hn::Max(m[rv], mb[rv]);
+      const VF m_use = hn::IfThenZeroElse(hn::Eq(m_new, neg_inf), m_new);
+      const VF alpha = ExpKeepNaN(df, hn::Sub(m[rv], m_use));
+      hn::Store(alpha, df, sc.alpha.get() + rv * N);
+      VF ls = hn::Zero(df);
+      for (int64_t j = 0; j < nbp; ++j) {
+        float* sp = st + j * RP + rv * N;
+        const VF p = ExpKeepNaN(df, hn::Sub(hn::Load(df, sp), m_use));
+        hn::Store(p, df, sp);
+        ls = hn::Add(ls, p);
+      }
+      l[rv] = hn::MulAdd(l[rv], alpha, ls);
+      m[rv] = m_new;
+    }
+    for (size_t r0 = 0; r0 < R4; r0 += 4) PV4(o + r0 * Dp, Dp, sc.alpha.get() + r0, st + r0, RP, nb, sc.vrow.data());
+  }
+  float* lsum = sc.lsum.get();
+  for (int rv = 0; rv < kRV; ++rv) hn::Store(l[rv], df, lsum + rv * N);
+  for (int64_t r = 0; r < R; ++r) WriteRow(c, s, g, row0 + r, o + r * Dp, lsum[r]);
+}
+
+// ---------------------------------------------------------------- TileA
+#if HWY_TARGET != HWY_SCALAR  // needs ConcatEven/ConcatOdd and at least 4 lanes
+// Sums each of the N vectors v[i] into lane i of the result.
+HWY_INLINE VF ReduceTree(DF df, VF* v) {
+  for (size_t w = hn::Lanes(df); w > 1; w /= 2)
+    for (size_t i = 0; i < w / 2; ++i)
+      v[i] = hn::Add(hn::ConcatEven(df, v[2 * i + 1], v[2 * i]), hn::ConcatOdd(df, v[2 * i + 1], v[2 * i]));
+  return v[0];
+}
+
+inline float MaxKeepNaN(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<float>::quiet_NaN();
+  return a > b ? a : b;
+}
+
+// Rows [row0, row1) with row1 - row0 <= kMaxRowsA, in groups of 4.
+inline void TileA(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_t row1, Scratch& sc) {
+  const DF df;
+  const DI di;
+  const size_t N = hn::Lanes(df);
+  const size_t KG = N / 4;  // keys per register block
+  const int64_t R = row1 - row0, D = c.head_dim;
+  const size_t Dp = sc.Dp;
+  const int64_t NG = (R + 3) / 4;
+
+  float* qa = sc.qt.get();  // [NG * 4][Dp], zero padded
+  std::fill(qa, qa + size_t(NG) * 4 * Dp, 0.0f);
+  int32_t* lo = sc.lo.get();
+  int32_t* hi = sc.hi.get();
+  for (int64_t r = 0; r < NG * 4; ++r) {
+    if (r < R) {
+      std::memcpy(qa + r * Dp, QRow(c, s, g, row0 + r), size_t(D) * sizeof(float));
+      const RowRange rr = row_range(c, s, (row0 + r) / c.group);
+      lo[r] = int32_t(rr.lo);
+      hi[r] = int32_t(rr.hi);
+    } else {
+      lo[r] = 0;
+      hi[r] = std::numeric_limits<int32_t>::max();
+    }
+  }
+  const TileKeys keys = KeysOfTile(c, s, row0, row1, lo, hi);
+
+  float m[kMaxRowsA], l[kMaxRowsA], alpha[kMaxRowsA];
+  for (int64_t r = 0; r < NG * 4; ++r) m[r] = -std::numeric_limits<float>::infinity(), l[r] = 0.0f;
+  float* o = sc.o.get();
+  std::fill(o, o + size_t(NG) * 4 * Dp, 0.0f);
+  float* sa = sc.st.get();  // [keys][4] per group
+  const VF neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
+  const VF mask_v = hn::Set(df, c.mask_value);
+  const VF cap_v = hn::Set(df, c.soft_cap);
+  const ConvertFn convert = ConverterFor(c.kv_dtype);
+  // Lane i of a score vector holds key i / 4 (plus the block offset) of row i % 4.
+  const auto lane_key = hn::ShiftRight<2>(hn::Iota(di, 0));
+  HWY_ALIGN int32_t pat[hn::MaxLanes(df)];
+  HWY_ALIGN float tmp[hn::MaxLanes(df)];
+
+  for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += kBlockKeys) {
+    const int64_t nb = std::min<int64_t>(kBlockKeys, keys.range.hi + 1 - b0);
+    const int64_t nbp = (nb + int64_t(KG) - 1) / int64_t(KG) * int64_t(KG);
+    GatherBlock(c, s, g, b0, nb, KG, sc, convert, sc.in_place);
+    const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
+    for (int64_t gi = 0; gi < NG; ++gi) {
+      const float* q0 = qa + gi * 4 * Dp;
+      for (int64_t j0 = 0; j0 < nbp; j0 += int64_t(KG)) {
+        VF acc[hn::MaxLanes(df)];
+        for (size_t i = 0; i < N; ++i) acc[i] = hn::Zero(df);
+        for (size_t d = 0; d < Dp; d += N) {
+          VF q[4];
+          for (int r = 0; r < 4; ++r) q[r] = hn::Load(df, q0 + r * Dp + d);
+          for (size_t jj = 0; jj < KG; ++jj) {
+            const VF k = hn::LoadU(df, sc.krow[j0 + jj] + d);
+            for (int r = 0; r < 4; ++r) acc[jj * 4 + r] = hn::MulAdd(q[r], k, acc[jj * 4 + r]);
+          }
+        }
+        hn::Store(hn::Mul(ReduceTree(df, acc), hn::Set(df, c.sm_scale)), df, sa + j0 * 4);
+      }
+      // Soft cap, mask, block tail; then the block's max per row.
+      for (size_t i = 0; i < N; ++i) pat[i] = lo[gi * 4 + i % 4];
+      const auto lo_p = hn::Load(di, pat);
+      for (size_t i = 0; i < N; ++i) pat[i] = hi[gi * 4 + i % 4];
+      const auto hi_p = hn::Load(di, pat);
+      VF mb = neg_inf;
+      for (int64_t j0 = 0; j0 < nbp; j0 += int64_t(KG)) {
+        float* sp = sa + j0 * 4;
+        VF v = hn::Load(df, sp);
+        if (c.has_soft_cap) v = SoftCap(df, v, cap_v);
+        const auto key = hn::Add(hn::Set(di, int32_t(b0 + j0)), lane_key);
+        if (need_mask) {
+          const auto masked = hn::Or(hn::Lt(key, lo_p), hn::Gt(key, hi_p));
+          v = hn::IfThenElse(hn::RebindMask(df, masked), hn::Add(v, mask_v), v);
+        }
+        v = hn::IfThenElse(hn::RebindMask(df, hn::Gt(key, hn::Set(di, int32_t(b0 + nb - 1)))), neg_inf, v);
+        hn::Store(v, df, sp);
+        mb = hn::Max(mb, v);
+      }
+      hn::Store(mb, df, tmp);
+      float m_use[4];
+      for (int r = 0; r < 4; ++r) {
+        float bm = -std::numeric_limits<float>::infinity();
+        for (size_t i = size_t(r); i < N; i += 4) bm = MaxKeepNaN(bm, tmp[i]);
+        float& mr = m[gi * 4 + r];
+        const float m_new = MaxKeepNaN(mr, bm);
+        m_use[r] = m_new == -std::numeric_limits<float>::infinity() ? 0.0f : m_new;
+        alpha[gi * 4 + r] = std::exp(mr - m_use[r]);
+        mr = m_new;
+      }
+      for (size_t i = 0; i < N; ++i) tmp[i] = m_use[i % 4];
+      const VF m_p = hn::Load(df, tmp);
+      VF ls = hn::Zero(df);
+      for (int64_t j0 = 0; j0 < nbp; j0 += int64_t(KG)) {
+        float* sp = sa + j0 * 4;
+        const VF p = ExpKeepNaN(df, hn::Sub(hn::Load(df, sp), m_p));
+        hn::Store(p, df, sp);
+        ls = hn::Add(ls, p);
+      }
+      hn::Store(ls, df, tmp);
+      for (int r = 0; r < 4; ++r) {
+        float sum = 0.0f;
+        for (size_t i = size_t(r); i < N; i += 4) sum += tmp[i];
+        l[gi * 4 + r] = l[gi * 4 + r] * alpha[gi * 4 + r] + sum;
+      }
+      PV4(o + gi * 4 * Dp, Dp, alpha + gi * 4, sa, 4, nb, sc.vrow.data());
+    }
+  }
+  for (int64_t r = 0; r < R; ++r) WriteRow(c, s, g, row0 + r, o + r * Dp, l[r]);
+}
+
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// Picks the tile shape for a work item.
+inline void RunTile(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_t row1, Scratch& sc) {
+  const size_t N = hn::Lanes(DF());
+  const int64_t R = row1 - row0;
+#if HWY_TARGET != HWY_SCALAR
+  if (N >= 4 && R <= std::max<int64_t>(4, int64_t(N) / 2)) return TileA(c, s, g, row0, row1, sc);
+#endif
+  const int64_t rv = (R + int64_t(N) - 1) / int64_t(N);
+  if (rv <= 1) return TileB<1>(c, s, g, row0, row1, sc);
+  if (rv <= 2) return TileB<2>(c, s, g, row0, row1, sc);
+  return TileB<4>(c, s, g, row0, row1, sc);
+}
+
+}  // namespace rpa::fast::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // RPA_FAST_TILES_INL_H_
