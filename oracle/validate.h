@@ -6,6 +6,7 @@
 
 #include "oracle/call_args.h"
 #include "oracle/dtype.h"
+#include "oracle/py_value.h"
 
 namespace rpa {
 
@@ -46,5 +47,21 @@ struct KernelConfig {
 // static validation, head blocking, block sizes and the grid's asserts.
 // `default_device_kind` applies when a.device_kind is empty.
 KernelConfig kernel_entry_config(const CallArgs& a, const std::string& default_device_kind);
+
+// ragged_paged_attention's preamble (kernel.py:777-822) with the block sizes
+// as Python holds them: when both options are given they pass through
+// unchanged, so they may be a bool, a float or an int beyond int64.
+struct KernelEntry {
+  HeadBlocks heads;
+  PyValue num_kv_pages_per_blk, num_q_per_blk;
+};
+KernelEntry ragged_paged_attention_entry(const CallArgs& a, const std::string& default_device_kind);
+
+// ref_ragged_paged_attention up to its loop (kernel.py:88-111, 148): the
+// static validation it makes, then range(num_seqs[0]) (TypeError for a
+// non-integer num_seqs). Returns the number of sequences the loop visits;
+// when it visits none, raises the ValueError jnp.concatenate([]) raises at
+// kernel.py:148. Needs num_seqs data (std::invalid_argument otherwise).
+int64_t reference_entry_checks(const CallArgs& a);
 
 }  // namespace rpa
