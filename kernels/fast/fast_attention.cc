@@ -23,7 +23,8 @@ rpa_status fail(int32_t code, const char* cls, std::string message) {
 
 const char* simd_target() { return simd_target_name(); }
 
-rpa_status attention(const rpa_problem& p, const NativeKv& kv, float* out, std::vector<std::string>* diagnostics) {
+rpa_status attention(const rpa_problem& p, const NativeKv& kv, float* out, std::vector<std::string>* diagnostics,
+                     const Options& options) {
   if (p.abi_version != RPA_ABI_VERSION)
     return fail(RPA_ERR_UNSUPPORTED, nullptr, "rpa_problem.abi_version " + std::to_string(p.abi_version) + " != " +
                                                   std::to_string(RPA_ABI_VERSION));
@@ -42,7 +43,7 @@ rpa_status attention(const rpa_problem& p, const NativeKv& kv, float* out, std::
 
   Plan plan;
   std::string error;
-  if (!make_plan(p, kv, tile_rows(), out, plan, error)) return fail(RPA_ERR_UNSUPPORTED, nullptr, error);
+  if (!make_plan(p, kv, tile_rows(), options.skip_masked_blocks, out, plan, error)) return fail(RPA_ERR_UNSUPPORTED, nullptr, error);
   const int64_t row_elems = p.num_q_heads * p.head_dim;
   std::fill(out + plan.rows_written * row_elems, out + p.num_tokens * row_elems, 0.0f);
   int threads = p.num_threads > 0 ? p.num_threads : ThreadPool::hardware_threads();

@@ -15,7 +15,13 @@ namespace rpa::fast {
 // as the reference concatenates them, every later row 0. Semantics and the
 // ways it differs from the float32 reference are in docs/fast_kernel.md.
 // `diagnostics` (optional) receives notes such as clamped page indices.
-rpa_status attention(const rpa_problem& p, const NativeKv& kv, float* out, std::vector<std::string>* diagnostics);
+struct Options {
+  // Skip KV blocks masked for every row of a tile where that is provably
+  // exact (see plan.h); false visits every key (for tests).
+  bool skip_masked_blocks = true;
+};
+rpa_status attention(const rpa_problem& p, const NativeKv& kv, float* out, std::vector<std::string>* diagnostics,
+                     const Options& options = {});
 
 // The Highway target the SIMD code runs on ("AVX3", "AVX2", ...).
 const char* simd_target();

@@ -69,7 +69,7 @@ RowRange tile_key_range(const KernelCtx& c, const SeqPlan& s, int64_t t0, int64_
   return u;
 }
 
-bool make_plan(const rpa_problem& p, const NativeKv& kv, int64_t tile_rows, float* out, Plan& plan,
+bool make_plan(const rpa_problem& p, const NativeKv& kv, int64_t tile_rows, bool allow_skip, float* out, Plan& plan,
                std::string& error) {
   KernelCtx& c = plan.ctx;
   c.q_dtype = dtype_of(p.q_dtype);
@@ -176,7 +176,7 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, int64_t tile_rows, floa
     const bool monotone = int64_t(s.q_span0) + s.num_tokens <= std::numeric_limits<int32_t>::max() &&
                           (!c.has_sliding_window ||
                            int64_t(s.q_span0) - c.sliding_window >= std::numeric_limits<int32_t>::min());
-    s.skip_masked = finite && monotone && masked_negligible(c, q1max, kmax);
+    s.skip_masked = allow_skip && finite && monotone && masked_negligible(c, q1max, kmax);
     plan.seqs.push_back(s);
   }
   if (clamped > 0)

@@ -77,10 +77,11 @@ RowRange row_range(const KernelCtx& c, const SeqPlan& s, int64_t t);
 // with the token, so the union of a contiguous token range is an interval).
 RowRange tile_key_range(const KernelCtx& c, const SeqPlan& s, int64_t t0, int64_t t1);
 
-// Builds the plan. `tile_rows`: rows per work item (the SIMD code's tile).
+// Builds the plan. `tile_rows`: rows per work item (the SIMD code's tile);
+// `allow_skip`: false visits every key of every sequence.
 // Fails (returns false, `error` set) only for inputs no implementation can
 // run: no pages to read while some sequence has keys.
-bool make_plan(const rpa_problem& p, const NativeKv& kv, int64_t tile_rows, float* out, Plan& plan,
+bool make_plan(const rpa_problem& p, const NativeKv& kv, int64_t tile_rows, bool allow_skip, float* out, Plan& plan,
                std::string& error);
 
 }  // namespace rpa::fast

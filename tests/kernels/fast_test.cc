@@ -1,0 +1,548 @@
+// Tests of the fast kernel: its SIMD dtype conversions against the dtype model, and its attention against an
+// independent float64 attention written here, on random small cases for every q / KV dtype pair.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/abi_dtype.h"
+#include "kernels/fast/fast_attention.h"
+#include "kernels/fast/native_kv.h"
+#include "kernels/fast/simd_attention.h"
+#include "oracle/dtype.h"
+
+namespace rpa::fast {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+const float kDefaultMask = static_cast<float>(-0.7 * double(std::numeric_limits<float>::max()));
+
+bool same_value(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return a == b && std::signbit(a) == std::signbit(b);
+}
+
+// ------------------------------------------------------------ conversions
+
+std::vector<uint8_t> native_bytes(DType d, const std::vector<uint32_t>& bits) {
+  const int eb = native_elem_bytes(d);
+  std::vector<uint8_t> out(bits.size() * eb);
+  for (size_t i = 0; i < bits.size(); ++i) {
+    uint32_t b = bits[i];
+    if (d == DType::kInt4) b = (b & 0x8) ? (b | 0xF0) : b;
+    std::memcpy(out.data() + i * eb, &b, eb);  // little-endian low bytes
+  }
+  return out;
+}
+
+std::vector<uint32_t> all_patterns(DType d) {
+  std::vector<uint32_t> v(size_t(1) << dtype_bits(d));
+  std::iota(v.begin(), v.end(), 0u);
+  return v;
+}
+
+TEST(FastConvert, EveryPatternOfEverySmallDtypeDecodesAsTheDtypeModel) {
+  for (DType d : {DType::kBFloat16, DType::kFloat16, DType::kFloat8E4M3FN, DType::kFloat8E5M2, DType::kInt8,
+                  DType::kInt4}) {
+    const auto bits = all_patterns(d);
+    const auto bytes = native_bytes(d, bits);
+    // Odd lengths exercise the tail path.
+    for (int64_t n : {int64_t(bits.size()), int64_t(bits.size()) - 3}) {
+      std::vector<float> got(n);
+      convert_row_for_test(d, DType::kFloat32, false, 1.0f, bytes.data(), n, got.data());
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_TRUE(same_value(got[i], decode(d, bits[i])))
+            << dtype_name(d) << " pattern " << bits[i] << ": " << got[i] << " vs " << decode(d, bits[i]);
+    }
+  }
+}
+
+TEST(FastConvert, Float32RowsAreCopied) {
+  std::vector<float> v = {1.5f, -0.0f, kNaN, std::numeric_limits<float>::infinity(), 1e-45f, 3.0f, -7.25f};
+  std::vector<float> got(v.size());
+  convert_row_for_test(DType::kFloat32, DType::kFloat32, false, 1.0f, reinterpret_cast<const uint8_t*>(v.data()),
+                       int64_t(v.size()), got.data());
+  for (size_t i = 0; i < v.size(); ++i) EXPECT_TRUE(same_value(got[i], v[i])) << i;
+}
+
+// k.astype(f32) * k_scale, then .astype(q.dtype) (kernel.py:118-123).
+TEST(FastConvert, DequantisationRoundsToTheQDtypeAsTheReference) {
+  for (DType q : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
+    for (DType d : {DType::kFloat8E4M3FN, DType::kFloat8E5M2, DType::kInt8, DType::kInt4, DType::kBFloat16,
+                    DType::kFloat16}) {
+      for (float scale : {0.5f, 1.7f, 3.1e-3f, 1e30f}) {
+        const auto bits = all_patterns(d);
+        const auto bytes = native_bytes(d, bits);
+        std::vector<float> got(bits.size());
+        convert_row_for_test(d, q, true, scale, bytes.data(), int64_t(bits.size()), got.data());
+        for (size_t i = 0; i < bits.size(); ++i) {
+          const float want = round_to(q, decode(d, bits[i]) * scale);
+          ASSERT_TRUE(same_value(got[i], want)) << dtype_name(d) << "->" << dtype_name(q) << " x" << scale
+                                                << " pattern " << bits[i] << ": " << got[i] << " vs " << want;
+        }
+      }
+    }
+  }
+}
+
+TEST(FastConvert, OutputCastMatchesTheDtypeModel) {
+  std::mt19937 rng(7);
+  std::vector<float> x;
+  for (int i = 0; i < 200000; ++i) {
+    uint32_t b = rng();
+    float f;
+    std::memcpy(&f, &b, 4);
+    x.push_back(f);
+  }
+  // Ties, neighbours of ties, overflow edges, subnormals of each format.
+  for (uint32_t base : {0x3F808000u, 0x3F818000u, 0x7F7F8000u, 0x7F7FFFFFu, 0x477FE000u, 0x477FF000u, 0x33800000u,
+                        0x33000000u, 0x00008000u, 0x80018000u}) {
+    for (int k = -2; k <= 2; ++k) {
+      float f;
+      const uint32_t b = base + uint32_t(k);
+      std::memcpy(&f, &b, 4);
+      x.push_back(f);
+      x.push_back(-f);
+    }
+  }
+  for (DType q : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
+    std::vector<float> got(x.size());
+    round_for_test(q, x.data(), int64_t(x.size()), got.data());
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_TRUE(same_value(got[i], round_to(q, x[i]))) << dtype_name(q) << " of " << x[i];
+  }
+}
+
+// ------------------------------------------------------- a random problem
+
+struct TestCase {
+  DType q_dtype = DType::kFloat32, kv_dtype = DType::kFloat32;
+  int64_t T = 0, Hq = 1, D = 1, P = 0, ps = 1, Hc = 2, S = 0, pps = 0;
+  std::vector<float> q, kv;
+  std::vector<int32_t> kv_lens, page_indices, cu_q_lens;
+  int32_t num_seqs = 0;
+  float sm_scale = 1.0f;
+  bool has_window = false;
+  int64_t window = 0;
+  bool has_cap = false;
+  float cap = 0.0f;
+  float mask_value = kDefaultMask;
+  bool has_k_scale = false, has_v_scale = false;
+  float k_scale = 1.0f, v_scale = 1.0f;
+  int threads = 0;
+
+  rpa_problem problem() const {
+    rpa_problem p{};
+    p.abi_version = RPA_ABI_VERSION;
+    p.q_dtype = abi_dtype_of(q_dtype);
+    p.kv_dtype = abi_dtype_of(kv_dtype);
+    p.num_tokens = T;
+    p.num_q_heads = Hq;
+    p.head_dim = D;
+    p.total_num_pages = P;
+    p.page_size = ps;
+    p.num_combined_kv_heads = Hc;
+    p.max_num_seqs = S;
+    p.pages_per_seq = pps;
+    p.q = q.data();
+    p.kv_pages = kv.data();
+    p.kv_lens = kv_lens.data();
+    p.page_indices = page_indices.data();
+    p.cu_q_lens = cu_q_lens.data();
+    p.num_seqs = num_seqs;
+    p.sm_scale = sm_scale;
+    p.has_sliding_window = has_window;
+    p.sliding_window = window;
+    p.has_soft_cap = has_cap;
+    p.soft_cap = cap;
+    p.mask_value = mask_value;
+    p.has_k_scale = has_k_scale;
+    p.k_scale = k_scale;
+    p.has_v_scale = has_v_scale;
+    p.v_scale = v_scale;
+    p.num_threads = threads;
+    return p;
+  }
+  float& kv_at(int64_t page, int64_t slot, int64_t head, int64_t d) {
+    return kv[((page * ps + slot) * Hc + head) * D + d];
+  }
+};
+
+float random_value(DType d, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  switch (d) {
+    case DType::kInt8: return float(int(rng() % 7) - 3);  // small, as normal samples cast to int are
+    case DType::kInt4: return float(int(rng() % 7) - 3);
+    default: return round_to(d, u(rng));
+  }
+}
+
+// Valid sequences (monotone cu_q_lens, kv_len within the page table),
+// shuffled pages, NaN in every slot nothing attends.
+TestCase random_case(std::mt19937& rng, DType q_dtype, DType kv_dtype) {
+  auto pick = [&](std::initializer_list<int64_t> v) { return *(v.begin() + rng() % v.size()); };
+  TestCase c;
+  c.q_dtype = q_dtype;
+  c.kv_dtype = kv_dtype;
+  const int64_t Hkv = pick({1, 2});
+  c.Hq = Hkv * pick({1, 2, 4, 8});
+  c.Hc = 2 * Hkv;
+  c.D = pick({1, 3, 8, 16, 20, 64});
+  c.ps = pick({1, 2, 5, 16});
+  c.S = pick({1, 2, 3, 5});
+  const int64_t n = std::min<int64_t>(c.S, pick({0, 1, 2, 3, 5}));
+  std::vector<int64_t> qlen(c.S, 0), kvlen(c.S, 0);
+  int64_t max_kv = 1;
+  for (int64_t i = 0; i < n; ++i) {
+    qlen[i] = pick({0, 1, 1, 2, 5, 9, 17, 40});
+    const int64_t extra = pick({0, 0, 1, 3, 12, 37});
+    kvlen[i] = rng() % 8 == 0 ? std::max<int64_t>(0, qlen[i] - 3) : qlen[i] + extra;  // sometimes q_len > kv_len
+    max_kv = std::max(max_kv, kvlen[i]);
+  }
+  c.pps = (max_kv + c.ps - 1) / c.ps + int64_t(rng() % 2);
+  int64_t needed = 0;
+  for (int64_t i = 0; i < n; ++i) needed += (kvlen[i] + c.ps - 1) / c.ps;
+  c.P = needed + 1 + int64_t(rng() % 3);
+  std::vector<int32_t> perm(c.P);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  c.kv.assign(size_t(c.P * c.ps * c.Hc * c.D), kNaN);
+  c.page_indices.assign(size_t(c.S * c.pps), 0);
+  int64_t next_page = 0;
+  for (int64_t i = 0; i < c.S; ++i) {
+    const int64_t used = i < n ? (kvlen[i] + c.ps - 1) / c.ps : 0;
+    for (int64_t k = 0; k < c.pps; ++k) {
+      if (k < used) {
+        c.page_indices[i * c.pps + k] = perm[next_page++];
+      } else {  // padding entries as the upstream test writes them: NaN cast to int32, or junk
+        c.page_indices[i * c.pps + k] = rng() % 2 ? std::numeric_limits<int32_t>::min() : int32_t(rng() % 1000);
+      }
+    }
+    for (int64_t j = 0; j < (i < n ? kvlen[i] : 0); ++j)
+      for (int64_t h = 0; h < c.Hc; ++h)
+        for (int64_t d = 0; d < c.D; ++d)
+          c.kv_at(c.page_indices[i * c.pps + j / c.ps], j % c.ps, h, d) = random_value(kv_dtype, rng);
+  }
+  c.cu_q_lens.assign(size_t(c.S + 1), 0);
+  for (int64_t i = 0; i < c.S; ++i) c.cu_q_lens[i + 1] = int32_t(c.cu_q_lens[i] + qlen[i]);
+  for (int64_t i = n; i < c.S; ++i) c.cu_q_lens[i + 1] = c.cu_q_lens[n];
+  c.T = c.cu_q_lens[c.S] + int64_t(rng() % 3);
+  c.q.assign(size_t(c.T * c.Hq * c.D), kNaN);  // rows past cu_q_lens[num_seqs] stay NaN
+  for (int64_t i = 0; i < c.cu_q_lens[n] * c.Hq * c.D; ++i) c.q[i] = random_value(q_dtype, rng);
+  c.kv_lens.assign(size_t(c.S), 0);
+  for (int64_t i = 0; i < c.S; ++i) c.kv_lens[i] = int32_t(i < n ? kvlen[i] : int64_t(rng() % 50));
+  c.num_seqs = int32_t(n);
+
+  c.sm_scale = float(pick({0, 1, 2})) == 0 ? 1.0f : (rng() % 2 ? 0.5f : float(1.0 / std::sqrt(double(c.D))));
+  if (rng() % 3 == 0) c.has_window = true, c.window = pick({1, 3, 7, 30});
+  if (rng() % 3 == 0) c.has_cap = true, c.cap = rng() % 2 ? 5.0f : 50.0f;
+  switch (rng() % 6) {
+    case 0: c.mask_value = -1.0f; break;  // masked keys still weigh e^-1
+    case 1: c.mask_value = -20.0f; break;
+    case 2: c.mask_value = -1e9f; break;
+    default: break;
+  }
+  if (rng() % 3 == 0) c.has_k_scale = true, c.k_scale = rng() % 2 ? 0.5f : 1.7f;
+  if (rng() % 3 == 0) c.has_v_scale = true, c.v_scale = rng() % 2 ? 0.5f : 1.7f;
+  c.threads = int(pick({1, 2, 3}));
+  return c;
+}
+
+// ----------------------------------------------- the float64 truth, here
+// The math of ref_ragged_paged_attention (kernel.py:73-148) with no rounding
+// after the dequantised inputs, written for valid inputs: exact softmax of
+// s + mask_value * [masked], computed with the mask term kept apart so a
+// huge mask_value cancels exactly where every key is masked.
+
+struct Truth {
+  std::vector<double> out;    // [rows, Hq, D]
+  std::vector<double> bound;  // the acceptance bound per element
+  int64_t rows = 0;
+};
+
+Truth truth_of(const TestCase& c) {
+  Truth t;
+  const int64_t G = c.Hq / (c.Hc / 2);
+  t.rows = c.cu_q_lens[c.num_seqs];
+  t.out.assign(size_t(t.rows * c.Hq * c.D), 0.0);
+  std::vector<double> vmax(t.out.size(), 0.0);
+  double u = std::max({unit_roundoff(c.q_dtype), unit_roundoff(c.kv_dtype), std::ldexp(1.0, -24)});
+  for (int64_t i = 0; i < c.num_seqs; ++i) {
+    const int64_t q0 = c.cu_q_lens[i], ql = c.cu_q_lens[i + 1] - q0, kl = c.kv_lens[i];
+    auto kv_value = [&](int64_t j, int64_t head, int64_t d, bool is_v) {
+      const int64_t page = c.page_indices[i * c.pps + j / c.ps];
+      const float x = c.kv[((page * c.ps + j % c.ps) * c.Hc + head) * c.D + d];
+      if (is_v ? c.has_v_scale : c.has_k_scale) return double(round_to(c.q_dtype, x * (is_v ? c.v_scale : c.k_scale)));
+      return double(x);
+    };
+    for (int64_t tq = 0; tq < ql; ++tq) {
+      const int64_t q_span = kl - ql + tq;
+      for (int64_t h = 0; h < c.Hq; ++h) {
+        const int64_t g = h / G;
+        std::vector<double> s(kl);
+        std::vector<int> masked(kl);
+        for (int64_t j = 0; j < kl; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < c.D; ++d) dot += double(c.q[((q0 + tq) * c.Hq + h) * c.D + d]) * kv_value(j, 2 * g, d, false);
+          dot *= double(c.sm_scale);
+          if (c.has_cap) dot = double(c.cap) * std::tanh(dot / double(c.cap));
+          s[j] = dot;
+          masked[j] = q_span < j || (c.has_window && q_span - c.window >= j);
+        }
+        // exponent_j = (s_j - s_ref) + M * (masked_j - masked_ref), ref the argmax.
+        const double M = c.mask_value;
+        int64_t ref = -1;
+        for (int64_t j = 0; j < kl; ++j) {
+          if (ref < 0) { ref = j; continue; }
+          const double e = (s[j] - s[ref]) + M * (masked[j] - masked[ref]);
+          if (e > 0) ref = j;
+        }
+        std::vector<double> w(kl);
+        double sum = 0;
+        for (int64_t j = 0; j < kl; ++j) {
+          w[j] = std::exp((s[j] - s[ref]) + M * (masked[j] - masked[ref]));
+          sum += w[j];
+        }
+        for (int64_t d = 0; d < c.D; ++d) {
+          double acc = 0, vm = 0;
+          for (int64_t j = 0; j < kl; ++j) {
+            const double v = kv_value(j, 2 * g + 1, d, true);
+            acc += w[j] * v;
+            if (w[j] > 1e-30 * sum) vm = std::max(vm, std::fabs(v));  // the keys the row attends
+          }
+          const size_t o = size_t(((q0 + tq) * c.Hq + h) * c.D + d);
+          t.out[o] = kl > 0 ? acc / sum : 0.0;
+          vmax[o] = vm;
+        }
+      }
+    }
+  }
+  double max_abs = 0;
+  for (double x : t.out) max_abs = std::max(max_abs, std::fabs(x));
+  t.bound.resize(t.out.size());
+  for (size_t o = 0; o < t.out.size(); ++o)
+    t.bound[o] = 2 * u * (vmax[o] + std::fabs(t.out[o])) + 1e-5 * (1 + max_abs);
+  return t;
+}
+
+std::vector<float> run_fast(const TestCase& c, const Options& opt = {}, std::vector<std::string>* diag = nullptr) {
+  const rpa_problem p = c.problem();
+  const NativeKv kv = encode_kv(p);
+  std::vector<float> out(size_t(c.T * c.Hq * c.D), -12345.0f);
+  const rpa_status st = attention(p, kv, out.data(), diag, opt);
+  EXPECT_EQ(st.code, RPA_OK) << (st.message ? st.message : "");
+  return out;
+}
+
+std::string describe(const TestCase& c) {
+  return std::string(dtype_name(c.q_dtype)) + "/" + std::string(dtype_name(c.kv_dtype)) + " Hq=" +
+         std::to_string(c.Hq) + " Hc=" + std::to_string(c.Hc) + " D=" + std::to_string(c.D) +
+         " ps=" + std::to_string(c.ps) + " seqs=" + std::to_string(c.num_seqs) + " window=" +
+         (c.has_window ? std::to_string(c.window) : "-") + " cap=" + (c.has_cap ? std::to_string(c.cap) : "-") +
+         " mask=" + std::to_string(c.mask_value) + " kscale=" + (c.has_k_scale ? std::to_string(c.k_scale) : "-") +
+         " vscale=" + (c.has_v_scale ? std::to_string(c.v_scale) : "-") + " threads=" + std::to_string(c.threads);
+}
+
+void expect_within_bound(const TestCase& c, const std::vector<float>& got) {
+  const Truth t = truth_of(c);
+  for (size_t o = 0; o < t.out.size(); ++o) {
+    ASSERT_FALSE(std::isnan(got[o])) << describe(c) << " element " << o;
+    ASSERT_LE(std::fabs(double(got[o]) - t.out[o]), t.bound[o])
+        << describe(c) << " element " << o << ": fast " << got[o] << " truth " << t.out[o];
+    ASSERT_TRUE(same_value(got[o], round_to(c.q_dtype, got[o]))) << "not a value of q's dtype: " << got[o];
+  }
+  for (size_t o = t.out.size(); o < got.size(); ++o) ASSERT_EQ(got[o], 0.0f) << "row past cu_q_lens[num_seqs]";
+}
+
+class FastPairs : public ::testing::TestWithParam<std::tuple<DType, DType>> {};
+
+TEST_P(FastPairs, RandomCasesAreWithinTheBoundOfTheExactMath) {
+  const auto [q_dtype, kv_dtype] = GetParam();
+  std::mt19937 rng(1000 + 37 * int(q_dtype) + int(kv_dtype));
+  for (int iter = 0; iter < 25; ++iter) {
+    const TestCase c = random_case(rng, q_dtype, kv_dtype);
+    expect_within_bound(c, run_fast(c));
+    if (HasFatalFailure()) return;
+  }
+}
+
+// Skipping blocks masked for a whole tile changes nothing but the order of
+// float32 sums.
+TEST_P(FastPairs, SkippingMaskedBlocksChangesNothing) {
+  const auto [q_dtype, kv_dtype] = GetParam();
+  std::mt19937 rng(2000 + 37 * int(q_dtype) + int(kv_dtype));
+  for (int iter = 0; iter < 10; ++iter) {
+    TestCase c = random_case(rng, q_dtype, kv_dtype);
+    c.mask_value = kDefaultMask;
+    const auto skip = run_fast(c);
+    Options no_skip;
+    no_skip.skip_masked_blocks = false;
+    const auto full = run_fast(c, no_skip);
+    const double u = std::max(unit_roundoff(q_dtype), std::ldexp(1.0, -24));
+    for (size_t o = 0; o < skip.size(); ++o)
+      ASSERT_LE(std::fabs(double(skip[o]) - full[o]), 2 * u * std::fabs(full[o]) + 1e-6) << describe(c) << " " << o;
+  }
+}
+
+std::vector<std::tuple<DType, DType>> all_pairs() {
+  std::vector<std::tuple<DType, DType>> v;
+  for (DType q : {DType::kFloat32, DType::kBFloat16, DType::kFloat16})
+    for (DType kv : {DType::kFloat32, DType::kBFloat16, DType::kFloat16, DType::kFloat8E4M3FN, DType::kFloat8E5M2,
+                     DType::kInt8, DType::kInt4})
+      v.emplace_back(q, kv);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPairs, FastPairs, ::testing::ValuesIn(all_pairs()),
+                         [](const auto& info) {
+                           return std::string(dtype_name(std::get<0>(info.param))) + "_" +
+                                  std::string(dtype_name(std::get<1>(info.param)));
+                         });
+
+// ------------------------------------------------------------ edge cases
+
+TestCase one_sequence(int64_t q_len, int64_t kv_len, int64_t D = 8, int64_t Hq = 4) {
+  std::mt19937 rng(5);
+  TestCase c;
+  c.Hq = Hq;
+  c.Hc = 2;
+  c.D = D;
+  c.ps = 4;
+  c.S = 1;
+  c.pps = std::max<int64_t>(1, (kv_len + 3) / 4);
+  c.P = c.pps + 1;
+  c.kv.assign(size_t(c.P * c.ps * c.Hc * c.D), kNaN);
+  c.page_indices.resize(size_t(c.pps));
+  for (int64_t k = 0; k < c.pps; ++k) c.page_indices[k] = int32_t(c.P - 1 - k);
+  for (int64_t j = 0; j < kv_len; ++j)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t d = 0; d < D; ++d) c.kv_at(c.page_indices[j / 4], j % 4, h, d) = random_value(DType::kFloat32, rng);
+  c.T = q_len;
+  c.q.resize(size_t(q_len * Hq * D));
+  for (auto& x : c.q) x = random_value(DType::kFloat32, rng);
+  c.kv_lens = {int32_t(kv_len)};
+  c.cu_q_lens = {0, int32_t(q_len)};
+  c.num_seqs = 1;
+  return c;
+}
+
+TEST(FastEdges, OneQueryOneKeyGivesV) {
+  TestCase c = one_sequence(1, 1);
+  const auto out = run_fast(c);
+  for (int64_t h = 0; h < c.Hq; ++h)
+    for (int64_t d = 0; d < c.D; ++d) EXPECT_EQ(out[h * c.D + d], c.kv_at(c.page_indices[0], 0, 1, d));
+}
+
+// q_len > kv_len: the first rows have every key masked; the exact math
+// cancels the constant mask_value (softmax(s + c) = softmax(s)).
+TEST(FastEdges, FullyMaskedRowsAreTheUnmaskedSoftmax) {
+  for (float mask : {kDefaultMask, -1.0f, -1e9f}) {
+    TestCase c = one_sequence(6, 3);
+    c.mask_value = mask;
+    expect_within_bound(c, run_fast(c));
+  }
+}
+
+TEST(FastEdges, NonFiniteMaskValueOverAFullyMaskedRowIsNaN) {
+  TestCase c = one_sequence(6, 3);
+  c.mask_value = -std::numeric_limits<float>::infinity();
+  const auto out = run_fast(c);
+  EXPECT_TRUE(std::isnan(out[0]));  // row 0: q_span = -3, every key masked: -inf - -inf
+  EXPECT_FALSE(std::isnan(out[5 * c.Hq * c.D]));  // the last row attends all three keys
+}
+
+// A NaN key inside kv_len poisons the reference's row even where it is
+// masked (NaN + mask_value is NaN); the kernel must not skip it away.
+TEST(FastEdges, NaNInAMaskedKeyMakesTheRowNaNAsInTheReference) {
+  TestCase c = one_sequence(40, 200, 16, 4);
+  c.has_window = true;
+  c.window = 8;
+  c.kv_at(c.page_indices[2], 1, 0, 3) = kNaN;  // key 9: masked for the last rows (window)
+  const auto out = run_fast(c);
+  const int64_t last = (c.T - 1) * c.Hq * c.D;
+  EXPECT_TRUE(std::isnan(out[last]));
+}
+
+TEST(FastEdges, NoSequencesWritesZeros) {
+  TestCase c = one_sequence(3, 5);
+  c.num_seqs = 0;
+  const auto out = run_fast(c);
+  for (float x : out) EXPECT_EQ(x, 0.0f);
+}
+
+TEST(FastEdges, EmptySequenceBeforeAnother) {
+  // Sequence 0 has keys but no queries; both share the pages.
+  TestCase d = one_sequence(4, 10);
+  d.S = 2;
+  d.page_indices.insert(d.page_indices.end(), d.page_indices.begin(), d.page_indices.end());
+  d.kv_lens = {7, 10};
+  d.cu_q_lens = {0, 0, 4};
+  d.num_seqs = 2;
+  expect_within_bound(d, run_fast(d));
+}
+
+TEST(FastEdges, ZeroKeysGiveZeros) {
+  TestCase c = one_sequence(2, 0);
+  const auto out = run_fast(c);
+  for (float x : out) EXPECT_EQ(x, 0.0f);
+}
+
+TEST(FastEdges, OutOfRangePageIndicesAreClampedAndReported) {
+  TestCase c = one_sequence(2, 8);
+  TestCase clamped = c;
+  c.page_indices[1] = int32_t(c.P + 5);   // clamps to the last page
+  clamped.page_indices[1] = int32_t(c.P - 1);
+  c.page_indices[0] = -1;                  // wraps once to the last page
+  clamped.page_indices[0] = int32_t(c.P - 1);
+  for (int64_t s = 0; s < c.ps; ++s)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t d = 0; d < c.D; ++d) c.kv_at(c.P - 1, s, h, d) = clamped.kv_at(c.P - 1, s, h, d) = 0.25f * float(s + h + d);
+  std::vector<std::string> diag;
+  const auto a = run_fast(c, {}, &diag);
+  const auto b = run_fast(clamped);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(same_value(a[i], b[i])) << i;
+  ASSERT_FALSE(diag.empty());
+  EXPECT_NE(diag[0].find("clamped"), std::string::npos) << diag[0];
+}
+
+TEST(FastEdges, LongSequencesEveryTileShapeAndThreadCount) {
+  for (int64_t Hq : {1, 4, 8, 32})
+    for (int64_t q_len : {1, 3, 70}) {
+      TestCase c = one_sequence(q_len, 300, 128, Hq);
+      for (int threads : {1, 2, 5}) {
+        c.threads = threads;
+        expect_within_bound(c, run_fast(c));
+      }
+    }
+}
+
+TEST(FastEdges, TheCAbiEntryMatchesTheNativeEntry) {
+  std::mt19937 rng(11);
+  for (int i = 0; i < 5; ++i) {
+    TestCase c = random_case(rng, DType::kBFloat16, DType::kFloat8E4M3FN);
+    const auto native = run_fast(c);
+    std::vector<float> out(native.size());
+    const rpa_problem p = c.problem();
+    ASSERT_EQ(rpa_fast_attention(&p, out.data()).code, RPA_OK);
+    for (size_t o = 0; o < out.size(); ++o) ASSERT_TRUE(same_value(out[o], native[o]));
+  }
+}
+
+TEST(FastEdges, HeadCountsTheReferenceAssertsOnAreRejected) {
+  TestCase c = one_sequence(1, 1);
+  c.Hc = 3;  // assert num_combined_kv_heads % 2 == 0 (kernel.py:102)
+  c.kv.assign(size_t(c.P * c.ps * c.Hc * c.D), 0.5f);
+  const rpa_problem p = c.problem();
+  std::vector<float> out(64);
+  EXPECT_EQ(rpa_fast_attention(&p, out.data()).code, RPA_ERR_REJECTED);
+}
+
+}  // namespace
+}  // namespace rpa::fast
