@@ -1,0 +1,56 @@
+// The main job: seeded random cases through every in-tree implementation, judged against the truth.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "harness/case_gen.h"
+#include "harness/impls.h"
+
+namespace rpa {
+
+struct ConformOptions {
+  uint64_t seed = 1;  // case k of the run uses seed + k
+  int cases = 60;
+  int shard_index = 0, shard_count = 1;  // this process runs k with k % count == index
+  std::vector<std::string> impls = {"oracle", "tiled", "fast"};
+  std::string truth = "truth";  // the implementation outputs are judged against
+  std::string out_dir = "conform-out";  // reproducers of failures, one case file each
+  double progress_seconds = 5.0;        // a progress line at most this often (0: never)
+  GenOptions gen;
+  ImplOptions impl_options;
+};
+
+// One implementation's verdict on one case.
+struct Verdict {
+  bool ok = true;
+  double max_ulp = 0, p99_ulp = 0;  // error in ulps of the output dtype
+  std::string detail;               // why it failed, or a known divergence
+};
+
+struct ImplTally {
+  std::string impl;
+  int run = 0, passed = 0, failed = 0, errors = 0;  // errors: threw where the truth did not
+  double max_ulp = 0;
+  std::vector<double> case_max_ulps;  // per case, for percentiles
+  std::string worst_case;             // id of the case with max_ulp
+};
+
+struct ConformReport {
+  int cases = 0;
+  int truth_rejected = 0;  // cases the truth itself rejected (validation)
+  std::vector<ImplTally> tallies;
+  std::vector<std::string> reproducers;  // paths written, one per failing case
+  double seconds = 0;
+};
+
+// Judges `got` against `truth` for the case (harness/conform_judge.cc).
+Verdict judge(const Case& c, const ImplOutput& got, const ImplOutput& truth);
+
+ConformReport run_conform(const ConformOptions& o, std::ostream& progress);
+std::string format_summary(const ConformReport& r, const ConformOptions& o);
+std::string report_json(const ConformReport& r, const ConformOptions& o);
+
+}  // namespace rpa
