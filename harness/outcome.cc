@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "oracle/py_error.h"
+#include "oracle/reference_plan.h"
 
 namespace rpa {
 namespace {
@@ -39,7 +40,13 @@ Outcome run_outcome(const Case& c, const std::string& default_device_kind) {
       case Entry::kStatic: static_validate_inputs(a); break;
       case Entry::kDynamic: dynamic_validate_inputs(a); break;
       case Entry::kKernel: o.kernel = ragged_paged_attention_entry(a, default_device_kind); break;
-      case Entry::kReference: reference_entry_checks(a); break;
+      case Entry::kReference:
+        reference_entry_checks(a);
+        // The loop's own errors (indexing, conversions) come from the
+        // reference's plan; it runs for the dtypes the attention math
+        // supports (for others the Python math is not mirrored: ok).
+        if (dtype_info(a.q.dtype).computable && dtype_info(a.kv_pages.dtype).computable) plan_reference(a);
+        break;
     }
     o.ok = true;
   } catch (const PyError& e) {

@@ -19,11 +19,12 @@ struct Outcome {
 
 // Runs what the case's entry runs up to the point where Python would have
 // raised or finished validating: static / dynamic validation, the kernel
-// preamble (head blocking, block sizes), or the reference's checks.
+// preamble (head blocking, block sizes), or the reference's checks and the
+// errors its loop raises (oracle/reference_plan.h).
 // `default_device_kind` stands in for jax.devices()[0].device_kind when the
 // case has no "device_kind". Throws CaseError when the case lacks data the
 // entry reads once it gets that far (kv_lens, cu_q_lens and num_seqs for
-// dynamic after static validation passed; num_seqs for reference).
+// dynamic after static validation passed; index data for reference).
 Outcome run_outcome(const Case& c, const std::string& default_device_kind);
 
 // One JSON line, no newline: {"id":...,"ok":true,...} or
