@@ -8,6 +8,7 @@
 
 #include "harness/case_gen.h"
 #include "harness/impls.h"
+#include "oracle/truth.h"
 
 namespace rpa {
 
@@ -16,7 +17,6 @@ struct ConformOptions {
   int cases = 60;
   int shard_index = 0, shard_count = 1;  // this process runs k with k % count == index
   std::vector<std::string> impls = {"oracle", "tiled", "fast"};
-  std::string truth = "truth";  // the implementation outputs are judged against
   std::string out_dir = "conform-out";  // reproducers of failures, one case file each
   double progress_seconds = 5.0;        // a progress line at most this often (0: never)
   GenOptions gen;
@@ -46,8 +46,19 @@ struct ConformReport {
   double seconds = 0;
 };
 
-// Judges `got` against `truth` for the case (harness/conform_judge.cc).
-Verdict judge(const Case& c, const ImplOutput& got, const ImplOutput& truth);
+// The two truths of a case (oracle/truth.h): the reference is judged against
+// the rounded one with the reference bound, every other implementation
+// against the exact one with the kernel bound (docs/tolerance.md).
+struct Truths {
+  TruthOutput rounded, exact;
+};
+Truths compute_truths(const Case& c, int threads);
+
+// Judges implementation `impl`'s output (harness/conform_judge.cc). When
+// `reference` is given (the oracle's output on the same case), an
+// implementation far worse than it fails too.
+Verdict judge(const Case& c, const std::string& impl, const ImplOutput& got, const Truths& truths,
+              const ImplOutput* reference = nullptr);
 
 ConformReport run_conform(const ConformOptions& o, std::ostream& progress);
 std::string format_summary(const ConformReport& r, const ConformOptions& o);

@@ -1,0 +1,126 @@
+// The conformance run behind harness/conform.h: generate, run, judge, save reproducers, summarise.
+#include "harness/conform.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+
+#include "harness/npy.h"
+#include "oracle/py_error.h"
+
+namespace rpa {
+namespace {
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, size_t(p * double(v.size() - 1) + 0.5));
+  return v[i];
+}
+
+// Saves the case before anything reports it, so no failure is lost.
+std::string save_reproducer(const ConformOptions& o, const Case& c, const std::string& impl, const std::string& why) {
+  std::filesystem::create_directories(o.out_dir);
+  const std::string path = o.out_dir + "/" + c.id + "-" + impl + ".json";
+  nlohmann::json j = nlohmann::json::parse(write_case(c));
+  j["_finding"] = {{"impl", impl}, {"detail", why}};
+  write_file_atomic(path, j.dump() + "\n");
+  return path;
+}
+
+}  // namespace
+
+ConformReport run_conform(const ConformOptions& o, std::ostream& progress) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto last_progress = start;
+  ConformReport r;
+  std::vector<const ImplSpec*> impls;
+  for (const auto& name : o.impls) {
+    const ImplSpec* s = find_implementation(name);
+    if (!s) throw std::invalid_argument("unknown implementation '" + name + "'");
+    impls.push_back(s);
+    ImplTally t;
+    t.impl = name;
+    r.tallies.push_back(std::move(t));
+  }
+  for (int k = 0; k < o.cases; ++k) {
+    if (o.shard_count > 1 && k % o.shard_count != o.shard_index) continue;
+    const Case c = random_case(o.seed + uint64_t(k), o.gen);
+    ++r.cases;
+    Truths truths;
+    try {
+      truths = compute_truths(c, o.impl_options.threads);
+    } catch (const PyError&) {
+      ++r.truth_rejected;
+      continue;
+    }
+    std::optional<ImplOutput> reference;
+    try {
+      reference = find_implementation("oracle")->run(c, o.impl_options);
+    } catch (const std::exception&) {
+    }
+    for (size_t i = 0; i < impls.size(); ++i) {
+      ImplTally& t = r.tallies[i];
+      ++t.run;
+      Verdict v;
+      try {
+        const ImplOutput got = impls[i]->name == "oracle" && reference ? *reference : impls[i]->run(c, o.impl_options);
+        v = judge(c, impls[i]->name, got, truths, reference ? &*reference : nullptr);
+      } catch (const std::exception& e) {
+        v.ok = false;
+        v.detail = std::string("raised where the truth did not: ") + e.what();
+        ++t.errors;
+      }
+      t.case_max_ulps.push_back(v.max_ulp);
+      if (v.max_ulp > t.max_ulp || t.worst_case.empty()) t.max_ulp = std::max(t.max_ulp, v.max_ulp), t.worst_case = c.id;
+      if (v.ok) {
+        ++t.passed;
+      } else {
+        ++t.failed;
+        const std::string path = save_reproducer(o, c, t.impl, v.detail);
+        r.reproducers.push_back(path);
+        progress << fmt::format("FAIL {} {}: {} (saved {})\n", t.impl, c.id, v.detail, path);
+      }
+    }
+    const auto now = clock::now();
+    if (o.progress_seconds > 0 && std::chrono::duration<double>(now - last_progress).count() >= o.progress_seconds) {
+      last_progress = now;
+      progress << fmt::format("... {} cases, {:.1f}s\n", r.cases, std::chrono::duration<double>(now - start).count());
+    }
+  }
+  r.seconds = std::chrono::duration<double>(clock::now() - start).count();
+  return r;
+}
+
+std::string format_summary(const ConformReport& r, const ConformOptions& o) {
+  std::string s = fmt::format("conform: {} cases (seed {}, shard {}/{}), {:.1f}s\n", r.cases, o.seed,
+                              o.shard_index, o.shard_count, r.seconds);
+  if (r.truth_rejected) s += fmt::format("  {} cases rejected by validation (not run)\n", r.truth_rejected);
+  s += fmt::format("  {:<12} {:>6} {:>7} {:>7} {:>7} {:>10} {:>10}  {}\n", "impl", "run", "passed", "failed", "raised",
+                   "max ulp", "p99 ulp", "worst case");
+  for (const auto& t : r.tallies)
+    s += fmt::format("  {:<12} {:>6} {:>7} {:>7} {:>7} {:>10.2f} {:>10.2f}  {}\n", t.impl, t.run, t.passed, t.failed,
+                     t.errors, t.max_ulp, percentile(t.case_max_ulps, 0.99), t.worst_case);
+  if (!r.reproducers.empty()) s += fmt::format("  {} reproducers saved under {}/\n", r.reproducers.size(), o.out_dir);
+  bool ok = r.reproducers.empty();
+  s += ok ? "  result: PASS\n" : "  result: FAIL\n";
+  return s;
+}
+
+std::string report_json(const ConformReport& r, const ConformOptions& o) {
+  nlohmann::json j = {{"cases", r.cases}, {"seed", o.seed}, {"shard", {o.shard_index, o.shard_count}},
+                      {"truth_rejected", r.truth_rejected}, {"seconds", r.seconds},
+                      {"reproducers", r.reproducers}};
+  for (const auto& t : r.tallies)
+    j["impls"].push_back({{"impl", t.impl}, {"run", t.run}, {"passed", t.passed}, {"failed", t.failed},
+                          {"raised", t.errors}, {"max_ulp", t.max_ulp},
+                          {"p99_ulp", percentile(t.case_max_ulps, 0.99)}, {"worst_case", t.worst_case}});
+  return j.dump();
+}
+
+}  // namespace rpa

@@ -1,0 +1,63 @@
+// Judging one implementation's output on one case against the truths, with the tolerance model.
+#include <fmt/format.h>
+
+#include "harness/conform.h"
+#include "harness/tolerance.h"
+
+namespace rpa {
+
+Truths compute_truths(const Case& c, int threads) {
+  const std::vector<float> q = materialise_q(c), kv = materialise_kv(c);
+  Truths t;
+  TruthOptions o;
+  o.threads = threads > 0 ? threads : 1;
+  o.mode = TruthMode::kRounded;
+  t.rounded = truth_ragged_paged_attention(c.call, q, kv, o);
+  o.mode = TruthMode::kExact;
+  o.widen_window_ulps = 0;
+  t.exact = truth_ragged_paged_attention(c.call, q, kv, o);
+  return t;
+}
+
+Verdict judge(const Case& c, const std::string& impl, const ImplOutput& got, const Truths& truths,
+              const ImplOutput* reference) {
+  Verdict v;
+  const CallArgs& a = c.call;
+  const DType judge_dtype = judging_dtype(a.q.dtype, a.kv_pages.dtype, !a.v_scale.is_none());
+  const bool is_reference = impl == "oracle";
+  const TruthOutput& truth = is_reference ? truths.rounded : truths.exact;
+  if (got.rows != truth.rows || got.values.size() != truth.values.size()) {
+    v.ok = false;
+    v.detail = fmt::format("output has {} rows, the truth {}", got.rows, truth.rows);
+    return v;
+  }
+  // The reference is held to its own rounding points; everything else to
+  // the kernel bound against the exact truth (docs/tolerance.md).
+  const std::vector<double> bound =
+      is_reference ? reference_bound(judge_dtype, truth.values, truths.rounded.widen)
+                   : kernel_bound(path_unit_roundoff(a.q.dtype, a.kv_pages.dtype, !a.k_scale.is_none(),
+                                                     !a.v_scale.is_none()),
+                                  truth.values, truth.v_abs_max);
+  const ErrorSummary s = summarize_errors(got.values, truth.values, judge_dtype, bound);
+  v.max_ulp = s.max_ulps;
+  v.p99_ulp = s.p99_ulps;
+  if (!s.pass) {
+    v.ok = false;
+    v.detail = fmt::format("{} of {} elements beyond the bound, {} NaN and {} Inf position mismatches, max {:.2f} ulp "
+                           "of {} (worst element {})",
+                           s.over_bound, s.elements, s.nan_mismatches, s.inf_mismatches, s.max_ulps,
+                           dtype_name(judge_dtype), s.worst);
+    return v;
+  }
+  if (reference && !is_reference) {
+    const ErrorSummary ref = summarize_errors(reference->values, truth.values, judge_dtype, {});
+    if (far_worse_than_reference(s, ref)) {
+      v.ok = false;
+      v.detail = fmt::format("within the bound but far worse than the reference: max {:.2f} ulp vs {:.2f}",
+                             s.max_ulps, ref.max_ulps);
+    }
+  }
+  return v;
+}
+
+}  // namespace rpa
