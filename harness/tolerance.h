@@ -1,0 +1,85 @@
+// The tolerance model (docs/tolerance.md): per-element error in ulps against a truth, acceptance bounds, summaries.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "oracle/dtype.h"
+
+namespace rpa {
+
+// The float32 floor of every bound: 1e-5 * (1 + max |truth|), the part of
+// the error that float32 arithmetic of scores and softmax can contribute.
+inline constexpr double kFloat32Tolerance = 1e-5;
+// An implementation is flagged when its largest error exceeds this factor
+// times the reference's own largest error on the same case (and this floor).
+inline constexpr double kFarWorseFactor = 16;
+inline constexpr double kFarWorseFloorUlps = 2;
+
+// The dtype whose ulps judge an output element: the coarser (larger unit
+// roundoff) of q's dtype and V's after dequantisation (q's with v_scale,
+// else kv's); an integer V dtype without scale (probabilities truncated to
+// integers, outputs integers) is its own judge.
+DType judging_dtype(DType q, DType kv, bool has_v_scale);
+
+// The largest unit roundoff on a (q, kv) pair's path: q's, K's and V's after
+// dequantisation, and float32's; 0.5 for an integer V dtype without scale,
+// whose cast of the probabilities truncates them.
+double path_unit_roundoff(DType q, DType kv, bool has_k_scale, bool has_v_scale);
+
+// |actual - truth| in ulps of `judge` at the truth (oracle/exact_round.h ulp_at).
+double error_ulps(DType judge, double actual, double truth);
+
+// 1e-5 * (1 + max |truth|) over the finite truth values.
+double float32_floor(std::span<const double> truth);
+
+// The reference's acceptance bound per element, against the rounded truth
+// (oracle/truth.h): for a float32 judge the float32 floor; otherwise one
+// ulp of the judge at the truth, and where some probabilities lie near a
+// rounding boundary of their cast to V's dtype (widen > 0, from the truth)
+// that shift plus one more ulp for the rounding of the shifted sum.
+std::vector<double> reference_bound(DType judge, std::span<const double> truth, std::span<const double> widen);
+
+// The bound for implementations with their own rounding points (the tiled
+// emulation, the fast kernel, ports), against the rounded truth:
+//   2u * (max |V| over the keys the row attends + |truth|) + float32 floor,
+// u = path_unit_roundoff: the probabilities may carry a relative error of u
+// each (an online softmax rounds them differently), which moves p.v by at
+// most u * max|V|, and the output rounding adds u * |truth|; the factor 2
+// covers the rounded truth's own roundings.
+std::vector<double> kernel_bound(double u, std::span<const double> truth, std::span<const double> v_abs_max);
+
+struct ErrorSummary {
+  int64_t elements = 0;        // positions compared
+  int64_t finite = 0;          // both values finite
+  int64_t nan_mismatches = 0;  // NaN in exactly one of the two
+  int64_t inf_mismatches = 0;  // an infinity not matched by the same infinity
+  int64_t over_bound = 0;      // finite errors beyond their bound
+  double max_ulps = 0, p99_ulps = 0, mean_ulps = 0;  // over finite positions
+  double max_abs = 0;
+  double max_bound_ratio = 0;  // max |error| / bound
+  int64_t worst = -1;          // position of max_ulps (-1: none)
+  int64_t first_mismatch = -1;  // first NaN / Inf position mismatch
+  bool pass = true;            // no mismatches and nothing over its bound
+};
+
+// Compares `actual` with `truth` element by element; `bound` (empty: none)
+// holds each element's allowed |error|. NaN and Inf must agree in position
+// (and Inf in sign); two NaNs agree.
+ErrorSummary summarize_errors(std::span<const float> actual, std::span<const double> truth, DType judge,
+                              std::span<const double> bound);
+ErrorSummary summarize_errors(std::span<const double> actual, std::span<const double> truth, DType judge,
+                              std::span<const double> bound);
+
+// True when `impl`'s largest error is far above the reference's own
+// (kFarWorseFactor times it, and above kFarWorseFloorUlps), or it has
+// NaN/Inf mismatches the reference has not.
+bool far_worse_than_reference(const ErrorSummary& impl, const ErrorSummary& reference);
+
+// One JSON object / a few human-readable lines.
+std::string summary_json(const ErrorSummary& s, DType judge);
+std::string summary_text(const ErrorSummary& s, DType judge);
+
+}  // namespace rpa

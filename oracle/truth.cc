@@ -1,0 +1,255 @@
+// The truth of the reference attention in exact and 50-digit arithmetic, rounded at the source's rounding points or not at all.
+#include "oracle/truth.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "oracle/correct_math.h"
+#include "oracle/einsum_dtypes.h"
+#include "oracle/exact_round.h"
+#include "oracle/exact_sum.h"
+#include "oracle/real.h"
+#include "oracle/reference_plan.h"
+#include "oracle/work_split.h"
+
+namespace rpa {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+float exp_f32(float x, bool no_filters) {
+  if (!no_filters) return exp_f32_correct(x);
+  return static_cast<float>(round_real_to(DType::kFloat32, boost::multiprecision::exp(Real(x))));
+}
+
+float tanh_f32(float x, bool no_filters) {
+  if (!no_filters) return tanh_f32_correct(x);
+  return static_cast<float>(round_real_to(DType::kFloat32, boost::multiprecision::tanh(Real(x))));
+}
+
+// sum_i a[i] * b[i * stride] (exact products of dtype values) rounded once to d.
+double rounded_dot(DType d, const double* a, const double* b, int64_t n, int64_t stride, bool no_filters,
+                   ExactSum& scratch) {
+  if (!no_filters) {
+    DoubleSum s;
+    for (int64_t i = 0; i < n; ++i) s.add(a[i] * b[i * stride]);
+    double out;
+    if (certain_rounding(d, s, out)) return out;
+  }
+  scratch.clear();
+  for (int64_t i = 0; i < n; ++i) scratch.add_product(a[i], b[i * stride]);
+  return scratch.round_to(d);
+}
+
+// The per-item inputs: dequantised K and V of one (sequence, KV head).
+struct Block {
+  int64_t C = 0, D = 0;
+  std::vector<double> k, v;
+};
+
+Block load_block(const ReferencePlan& p, const SeqPlan& s, int64_t g, const float* kv) {
+  Block b;
+  b.C = s.kv_rows, b.D = p.head_dim;
+  b.k.resize(static_cast<size_t>(b.C * b.D));
+  b.v.resize(static_cast<size_t>(b.C * b.D));
+  for (int64_t c = 0; c < b.C; ++c)
+    for (int64_t d = 0; d < b.D; ++d) {
+      b.k[c * b.D + d] = dequantised_kv(p, s, kv, true, c, g, d);
+      b.v[c * b.D + d] = dequantised_kv(p, s, kv, false, c, g, d);
+    }
+  return b;
+}
+
+struct Outputs {
+  double* values;
+  double* widen;
+  double* v_abs_max;
+};
+
+void write_v_abs_max(const ReferencePlan& p, const SeqPlan& s, const Block& b, int64_t r, double* dst) {
+  bool any = false;
+  for (int64_t c = 0; c < b.C; ++c) any = any || !is_masked(p, s, r, c);
+  for (int64_t d = 0; d < b.D; ++d) {
+    double m = 0;
+    for (int64_t c = 0; c < b.C; ++c)
+      if (!any || !is_masked(p, s, r, c)) m = std::max(m, std::fabs(b.v[c * b.D + d]));
+    dst[d] = m;
+  }
+}
+
+// Rounded mode for one (sequence, KV head).
+void attend_rounded(const ReferencePlan& p, const SeqPlan& s, int64_t g, const float* q, const float* kv,
+                    const TruthOptions& opt, Outputs out) {
+  const Block b = load_block(p, s, g, kv);
+  const int64_t C = b.C, D = b.D;
+  const ReferenceOptions& o = p.options;
+  const ReferenceDtypes& t = p.dtypes;
+  const bool nf = opt.no_filters;
+  ExactSum scratch;
+  std::vector<double> qv(static_cast<size_t>(D)), probs(static_cast<size_t>(C)), alt(static_cast<size_t>(C));
+  std::vector<float> score(static_cast<size_t>(C));
+  for (int64_t j = 0; j < p.q_per_kv; ++j) {
+    const int64_t h = g * p.q_per_kv + j;
+    for (int64_t r = 0; r < s.q_rows; ++r) {
+      const int64_t base = ((s.out_begin + r) * p.num_q_heads + h) * D;
+      for (int64_t d = 0; d < D; ++d) qv[d] = q[q_offset(p, s, r, h, d)];
+      // Scores: the exact dot rounded to float32 (kernel.py:132), then float32
+      // operations, each exact then rounded, as IEEE defines them (:133-143).
+      float m = -std::numeric_limits<float>::infinity();
+      bool any_nan = false;
+      for (int64_t c = 0; c < C; ++c) {
+        float x = static_cast<float>(rounded_dot(DType::kFloat32, qv.data(), &b.k[c * D], D, 1, nf, scratch));
+        x = x * o.sm_scale;
+        if (o.has_soft_cap) x = o.soft_cap * tanh_f32(x / o.soft_cap, nf);
+        x = x + (is_masked(p, s, r, c) ? o.mask_value : 0.0f);
+        score[c] = x;
+        if (std::isnan(x)) any_nan = true;
+        else if (x > m) m = x;
+      }
+      if (any_nan) m = std::numeric_limits<float>::quiet_NaN();
+      // Softmax (functions.py:621-624): exp of the float32 difference, the
+      // exact sum rounded to float32, a float32 division, the cast to V.
+      std::vector<double> e(static_cast<size_t>(C));
+      for (int64_t c = 0; c < C; ++c) e[c] = exp_f32(score[c] - m, nf);
+      const std::vector<double> ones(static_cast<size_t>(C), 1.0);
+      const float total = static_cast<float>(rounded_dot(DType::kFloat32, e.data(), ones.data(), C, 1, nf, scratch));
+      for (int64_t c = 0; c < C; ++c) {
+        const float pf = static_cast<float>(e[c]) / total;
+        probs[c] = convert_value(DType::kFloat32, t.probs, pf);
+        alt[c] = 0;
+        if (opt.widen_window_ulps > 0 && std::isfinite(pf)) {
+          const double w = opt.widen_window_ulps * ulp_at(DType::kFloat32, pf);
+          for (double edge : {double(pf) - w, double(pf) + w}) {
+            const double other = convert_value(DType::kFloat32, t.probs, static_cast<float>(edge));
+            if (std::isfinite(other)) alt[c] = std::max(alt[c], std::fabs(other - probs[c]));
+          }
+        }
+      }
+      // out = einsum(attn, v) rounded once to its result dtype (:145), then
+      // .astype(queries.dtype).
+      for (int64_t d = 0; d < D; ++d) {
+        double x;
+        if (t.pv_integer) {
+          double sum = 0;  // integer products and sums, exact in double below 2^53
+          for (int64_t c = 0; c < C; ++c) sum += probs[c] * b.v[c * D + d];
+          x = static_cast<double>(wrap_signed(static_cast<int64_t>(sum), dtype_bits(t.pv)));
+        } else {
+          x = rounded_dot(t.pv, probs.data(), &b.v[d], C, D, nf, scratch);
+        }
+        out.values[base + d] = convert_value(t.pv, t.out, static_cast<float>(x));
+        double widen = 0;
+        for (int64_t c = 0; c < C; ++c)
+          if (alt[c] != 0) widen += alt[c] * std::fabs(b.v[c * D + d]);
+        out.widen[base + d] = widen;
+      }
+      write_v_abs_max(p, s, b, r, out.v_abs_max + base);
+    }
+  }
+}
+
+// Exact mode for one (sequence, KV head).
+void attend_exact(const ReferencePlan& p, const SeqPlan& s, int64_t g, const float* q, const float* kv,
+                  Outputs out) {
+  const Block b = load_block(p, s, g, kv);
+  const int64_t C = b.C, D = b.D;
+  const ReferenceOptions& o = p.options;
+  const Real sm_scale(o.sm_scale), soft_cap(o.soft_cap), mask(o.mask_value);
+  ExactSum scratch;
+  std::vector<ExactSum> numerators(static_cast<size_t>(D));
+  std::vector<Real> x(static_cast<size_t>(C));
+  std::vector<char> masked(static_cast<size_t>(C));
+  std::vector<double> qv(static_cast<size_t>(D));
+  for (int64_t j = 0; j < p.q_per_kv; ++j) {
+    const int64_t h = g * p.q_per_kv + j;
+    for (int64_t r = 0; r < s.q_rows; ++r) {
+      const int64_t base = ((s.out_begin + r) * p.num_q_heads + h) * D;
+      for (int64_t d = 0; d < D; ++d) qv[d] = q[q_offset(p, s, r, h, d)];
+      // Scores with the mask kept apart: value_c = x_c + (masked ? mask : 0).
+      bool row_nan = false;
+      int64_t arg = -1;  // a key of the largest value
+      Real best;
+      for (int64_t c = 0; c < C; ++c) {
+        scratch.clear();
+        for (int64_t d = 0; d < D; ++d) scratch.add_product(qv[d], b.k[c * D + d]);
+        Real xc = to_real(scratch) * sm_scale;
+        if (o.has_soft_cap) xc = soft_cap * boost::multiprecision::tanh(xc / soft_cap);
+        masked[c] = is_masked(p, s, r, c);
+        x[c] = xc;
+        const Real value = masked[c] ? Real(xc + mask) : xc;
+        if (boost::multiprecision::isnan(value)) row_nan = true;
+        else if (arg < 0 || value > best) best = value, arg = c;
+      }
+      // jax.nn.softmax's max subtraction: a NaN, a +inf maximum (inf - inf)
+      // or an all -inf row gives NaN everywhere, as in the float32 math.
+      if (C > 0 && (row_nan || arg < 0 || !boost::multiprecision::isfinite(best))) row_nan = true;
+      for (auto& n : numerators) n.clear();
+      Real total = 0;
+      if (!row_nan) {
+        for (int64_t c = 0; c < C; ++c) {
+          // (x_c + M_c) - (x_arg + M_arg), each part exact.
+          Real diff = x[c] - x[arg];
+          if (masked[c] != masked[arg]) diff += masked[c] ? mask : Real(-mask);
+          const Real w = boost::multiprecision::exp(diff);
+          total += w;
+          // w as four doubles: 4 * 53 bits hold all of Real's 168, so the
+          // products below (exact in ExactSum) add up to w * v exactly,
+          // except for pieces below double's range (< 2^-1022 of w <= 1).
+          double piece[4];
+          Real rest = w;
+          for (double& pc : piece) {
+            pc = round_real_to_double(rest);
+            rest -= Real(pc);
+          }
+          for (int64_t d = 0; d < D; ++d) {
+            const double vd = b.v[c * D + d];
+            if (piece[0] == 0) {
+              numerators[d].add_product(0.0, vd);  // 0 * inf and 0 * NaN are NaN, as in the source
+              continue;
+            }
+            for (double pc : piece)
+              if (pc != 0) numerators[d].add_product(pc, vd);
+          }
+        }
+      }
+      for (int64_t d = 0; d < D; ++d) {
+        out.values[base + d] = row_nan ? kNaN : C == 0 ? 0.0 : round_real_to_double(to_real(numerators[d]) / total);
+        out.widen[base + d] = 0;
+      }
+      write_v_abs_max(p, s, b, r, out.v_abs_max + base);
+    }
+  }
+}
+
+}  // namespace
+
+TruthOutput truth_ragged_paged_attention(const CallArgs& a, std::span<const float> q,
+                                         std::span<const float> kv_pages, const TruthOptions& options) {
+  const ReferencePlan p = plan_reference(a);
+  if (static_cast<int64_t>(q.size()) != num_elements(a.q.shape))
+    throw std::invalid_argument("q holds " + std::to_string(q.size()) + " values, its shape " +
+                                std::to_string(num_elements(a.q.shape)));
+  if (static_cast<int64_t>(kv_pages.size()) != num_elements(a.kv_pages.shape))
+    throw std::invalid_argument("kv_pages holds " + std::to_string(kv_pages.size()) + " values, its shape " +
+                                std::to_string(num_elements(a.kv_pages.shape)));
+  TruthOutput out;
+  out.rows = p.rows;
+  out.num_q_heads = p.num_q_heads;
+  out.head_dim = p.head_dim;
+  out.diagnostics = p.diagnostics;
+  const size_t n = static_cast<size_t>(p.rows * p.num_q_heads * p.head_dim);
+  out.values.assign(n, 0.0);
+  out.widen.assign(n, 0.0);
+  out.v_abs_max.assign(n, 0.0);
+  const Outputs o{out.values.data(), out.widen.data(), out.v_abs_max.data()};
+  const int64_t items = static_cast<int64_t>(p.seqs.size()) * p.num_kv_heads;
+  run_items(items, options.threads, [&](int64_t k) {
+    const SeqPlan& s = p.seqs[static_cast<size_t>(k / p.num_kv_heads)];
+    const int64_t g = k % p.num_kv_heads;
+    if (options.mode == TruthMode::kExact) attend_exact(p, s, g, q.data(), kv_pages.data(), o);
+    else attend_rounded(p, s, g, q.data(), kv_pages.data(), options, o);
+  });
+  return out;
+}
+
+}  // namespace rpa
