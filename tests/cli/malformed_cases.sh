@@ -6,6 +6,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 good='{"id":"g","entry":"static","q":{"shape":[4,2,8],"dtype":"float32"},"kv_pages":{"shape":[2,4,2,8],"dtype":"float32"},"kv_lens":{"shape":[1],"dtype":"int32","data":[3]},"page_indices":{"shape":[1,2],"dtype":"int32","data":[0,1]},"cu_q_lens":{"shape":[2],"dtype":"int32","data":[0,3]},"num_seqs":{"shape":[1],"dtype":"int32","data":[1]}}'
+sub() {  # literal replacement of $1 by $2 in the good case
+  local from=$1 to=$2
+  printf '%s' "${good/"$from"/"$to"}"
+}
 check() {  # name, contents of line 2, text the message must contain
   local name=$1 bad=$2 needle=$3
   printf '%s\n%s\n' "$good" "$bad" > "$tmp/$name.jsonl"
@@ -21,12 +25,12 @@ check() {  # name, contents of line 2, text the message must contain
 }
 check bad_json '{"id": "x", "entry": ' 'invalid JSON'
 check not_object '[1,2,3]' 'JSON object'
-check no_entry "${good/\"entry\":\"static\",/}" "entry"
-check bad_dtype "${good/\"dtype\":\"float32\"/\"dtype\":\"float33\"}" "q.dtype"
-check neg_shape "${good/\"shape\":[4,2,8]/\"shape\":[4,-2,8]}" "q.shape\[1\]"
-check data_vs_shape "${good/\"data\":[0,1]/\"data\":[0,1,2]}" "page_indices.data"
-check int32_range "${good/\"data\":[3]/\"data\":[4294967296]}" "kv_lens.data\[0\]"
-check option_type "${good/\"entry\":\"static\"/\"entry\":\"static\",\"soft_cap\":\"x\"}" "soft_cap"
+check no_entry "$(sub '"entry":"static",' '')" "entry"
+check bad_dtype "$(sub '"dtype":"float32"' '"dtype":"float33"')" "q.dtype"
+check neg_shape "$(sub '"shape":[4,2,8]' '"shape":[4,-2,8]')" "q.shape\[1\]"
+check data_vs_shape "$(sub '"data":[0,1]' '"data":[0,1,2]')" "page_indices.data"
+check int32_range "$(sub '"data":[3]' '"data":[4294967296]')" "kv_lens.data\[0\]"
+check option_type "$(sub '"entry":"static"' '"entry":"static","soft_cap":"x"')" "soft_cap"
 # A missing file and an unreadable path are bad input too.
 "$rpa" check-errors "$tmp/none.jsonl" 2> "$tmp/none.err" > /dev/null
 [ $? -eq 2 ] || { echo "FAIL missing file: exit code"; fail=1; }

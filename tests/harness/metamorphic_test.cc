@@ -7,6 +7,7 @@
 #include <string>
 
 #include "harness/case_gen.h"
+#include "harness/conform.h"
 #include "harness/impls.h"
 #include "harness/metamorphic.h"
 #include "oracle/py_error.h"
@@ -47,6 +48,24 @@ ImplOutput run_or_discard(const ImplSpec& impl, const Case& c) {
   return {};
 }
 
+// Storage-only changes (page order, poison in unread values) must leave
+// every implementation's output bit for bit the same. Changes of the
+// computation's shape (heads repeated, a sequence alone) keep the math the
+// same, so the reference, which computes each (sequence, head) on its own,
+// must give the same bits; a kernel may group the work differently, so its
+// output on the transformed case is judged against the original case's
+// truth with the same bound as its output on the original.
+void assert_same_attention(const std::string& impl, const Case& original, const ImplOutput& a, int64_t row0,
+                           const ImplOutput& b, int64_t rows) {
+  if (impl == "oracle") return assert_rows_equal(a, row0, b, 0, rows);
+  const Truths truths = compute_truths(original, 1);
+  ImplOutput slice = a;
+  const int64_t w = a.num_q_heads * a.head_dim;
+  std::copy_n(b.values.begin(), rows * w, slice.values.begin() + row0 * w);
+  const Verdict v = judge(original, impl, slice, truths);
+  if (!v.ok) RC_FAIL(v.detail);
+}
+
 class Metamorphic : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Metamorphic, PagePermutationChangesNothing) {
@@ -80,7 +99,7 @@ TEST_P(Metamorphic, SequenceAloneEqualsItsRowsInTheBatch) {
     const int64_t s = int64_t(seed % uint64_t(valid_sequences(c)));
     const auto [begin, end] = sequence_rows(c, s);
     const ImplOutput alone = run_or_discard(*impl, single_sequence(c, s));
-    assert_rows_equal(batch, begin, alone, 0, end - begin);
+    assert_same_attention(GetParam(), c, batch, begin, alone, end - begin);
   }));
 }
 
@@ -93,7 +112,7 @@ TEST_P(Metamorphic, RepeatingKvHeadsIsTheSameAttention) {
     RC_PRE(ratio % 2 == 0);
     const ImplOutput a = run_or_discard(*impl, c), b = run_or_discard(*impl, repeat_kv_heads(c, 2));
     RC_ASSERT(a.rows == b.rows);
-    assert_rows_equal(a, 0, b, 0, a.rows);
+    assert_same_attention(GetParam(), c, a, 0, b, a.rows);
   }));
 }
 
