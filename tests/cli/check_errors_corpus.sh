@@ -28,6 +28,13 @@ cat "$dir"/*.json > "$tmp/all.jsonl"
 cat "$dir"/*.expected > "$tmp/all.expected"
 "$rpa" check-errors - --out "$tmp/all.out" < "$tmp/all.jsonl" || { echo "FAIL stdin run: exit $?"; fail=1; }
 cmp -s "$tmp/all.out" "$tmp/all.expected" || { echo "FAIL stdin run: outcomes differ"; fail=1; }
+# --device-kind stands in for a case's missing device_kind (outcome from the upstream source, TPU v4: (32, 32) clipped).
+want='{"id":"tpu_version_too_old","ok":true,"num_q_heads_per_blk":8,"num_combined_kv_heads_per_blk":4,"num_kv_pages_per_blk":4,"num_q_per_blk":32}'
+got=$("$rpa" check-errors "$dir/tpu_version_too_old.json" --device-kind "TPU v4")
+[ "$got" = "$want" ] || { echo "FAIL --device-kind: got $got"; fail=1; }
+# A case's own device_kind wins over --device-kind.
+got=$("$rpa" check-errors "$dir/assert_tpu_version_match.json" --device-kind "TPU v4")
+[ "$got" = "$(cat "$dir/assert_tpu_version_match.expected")" ] || { echo "FAIL device_kind precedence: got $got"; fail=1; }
 # A malformed line anywhere: exit 2 and no --out file at all.
 { cat "$tmp/all.jsonl"; echo '{"id": "broken", "entry": '; } > "$tmp/bad.jsonl"
 "$rpa" check-errors "$tmp/bad.jsonl" --out "$tmp/bad.out" 2> /dev/null
