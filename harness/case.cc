@@ -28,6 +28,16 @@ std::string short_json(const json& v) {
   return s;
 }
 
+// A non-finite float written as Python's bare NaN / Infinity / -Infinity.
+std::optional<double> marked_float(const json& v) {
+  if (!v.is_string()) return std::nullopt;
+  const auto& s = v.get_ref<const std::string&>();
+  if (!s.starts_with(kFloatMarker)) return std::nullopt;
+  const std::string_view x = std::string_view(s).substr(kFloatMarker.size());
+  if (x == "nan") return std::numeric_limits<double>::quiet_NaN();
+  return x == "inf" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+}
+
 bool is_big_int(const json& v) {
   return v.is_string() && v.get_ref<const std::string&>().starts_with(kBigIntMarker);
 }
@@ -46,6 +56,7 @@ PyValue parse_option(const json& obj, const char* key, const std::string& where)
   if (it->is_boolean()) return PyValue::boolean(it->get<bool>());
   if (it->is_number_integer() || is_big_int(*it)) return PyValue::integer(big_int_of(*it));
   if (it->is_number_float()) return PyValue::floating(it->get<double>());
+  if (auto f = marked_float(*it)) return PyValue::floating(*f);
   fail(where, key, "expected null, a boolean or a number, got " + short_json(*it));
 }
 
@@ -88,6 +99,7 @@ int64_t checked_count(const std::vector<int64_t>& shape) { return num_elements(s
 // (JSON has no literal for them; poisoning tests need them).
 std::optional<double> float_element(const json& v) {
   if (v.is_number()) return v.get<double>();
+  if (auto f = marked_float(v)) return f;
   if (v.is_string()) {
     const auto& s = v.get_ref<const std::string&>();
     if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
@@ -232,6 +244,8 @@ json index_tensor_json(const IndexArg& a) {
   return t;
 }
 
+// Values JSON cannot hold (ints beyond 64 bits, NaN and infinities) are
+// written as marked strings that unmark_json turns into Python's literals.
 json option_json(const PyValue& v) {
   switch (v.kind) {
     case PyValue::Kind::kNone: return nullptr;
@@ -239,10 +253,26 @@ json option_json(const PyValue& v) {
     case PyValue::Kind::kInt:
       if (v.i >= std::numeric_limits<int64_t>::min() && v.i <= std::numeric_limits<int64_t>::max())
         return static_cast<int64_t>(v.i);
-      return json::parse(v.i.str());  // nlohmann keeps the text as a float; reparsed exactly by our reader
-    case PyValue::Kind::kFloat: return v.f;
+      return std::string(kBigIntMarker) + v.i.str();
+    case PyValue::Kind::kFloat:
+      if (std::isnan(v.f)) return std::string(kFloatMarker) + "nan";
+      if (std::isinf(v.f)) return std::string(kFloatMarker) + (v.f > 0 ? "inf" : "-inf");
+      return v.f;
   }
   return nullptr;
+}
+
+std::string unmark_json(std::string text) {
+  static const std::pair<std::string, std::string> kTokens[] = {
+      {"\"\\u0001float:nan\"", "NaN"}, {"\"\\u0001float:inf\"", "Infinity"}, {"\"\\u0001float:-inf\"", "-Infinity"}};
+  for (const auto& [from, to] : kTokens)
+    for (size_t p = text.find(from); p != std::string::npos; p = text.find(from, p)) text.replace(p, from.size(), to);
+  const std::string big = "\"\\u0001bigint:";
+  for (size_t p = text.find(big); p != std::string::npos; p = text.find(big, p)) {
+    const size_t end = text.find('"', p + big.size());
+    text = text.substr(0, p) + text.substr(p + big.size(), end - p - big.size()) + text.substr(end + 1);
+  }
+  return text;
 }
 
 std::string dir_of(const std::string& path) {
@@ -356,7 +386,7 @@ std::string write_case(const Case& c) {
   o["num_queries_per_block"] = option_json(a.num_queries_per_block);
   o["vmem_limit_bytes"] = option_json(a.vmem_limit_bytes);
   o["device_kind"] = a.device_kind ? json(*a.device_kind) : json(nullptr);
-  return o.dump();
+  return unmark_json(o.dump());
 }
 
 namespace {

@@ -13,7 +13,7 @@ using K = DTypeKind;
 
 // The single table of dtypes. Bits follow jax._src.dtypes.itemsize_bits
 // (dtypes.py:282-297 at cec06d116c): bool is 8, complex is twice its float.
-constexpr std::array<DTypeInfo, 24> kTable{{
+constexpr std::array<DTypeInfo, 32> kTable{{
     {DType::kFloat32, "float32", 32, K::kFloat, false, true},
     {DType::kBFloat16, "bfloat16", 16, K::kFloat, true, true},
     {DType::kFloat16, "float16", 16, K::kFloat, false, true},
@@ -38,7 +38,21 @@ constexpr std::array<DTypeInfo, 24> kTable{{
     {DType::kFloat8E4M3B11FNUZ, "float8_e4m3b11fnuz", 8, K::kFloat, true, false},
     {DType::kInt2, "int2", 2, K::kSignedInt, true, false},
     {DType::kUInt2, "uint2", 2, K::kUnsignedInt, true, false},
+    {DType::kFloat8E3M4, "float8_e3m4", 8, K::kFloat, true, false},
+    {DType::kFloat8E4M3, "float8_e4m3", 8, K::kFloat, true, false},
+    {DType::kFloat8E8M0FNU, "float8_e8m0fnu", 8, K::kFloat, true, false},
+    {DType::kFloat4E2M1FN, "float4_e2m1fn", 4, K::kFloat, true, false},
+    // 6-bit floats: packing 32 // 6 = 5.
+    {DType::kFloat6E2M3FN, "float6_e2m3fn", 6, K::kFloat, true, false},
+    {DType::kFloat6E3M2FN, "float6_e3m2fn", 6, K::kFloat, true, false},
+    {DType::kInt1, "int1", 1, K::kSignedInt, true, false},
+    {DType::kUInt1, "uint1", 1, K::kUnsignedInt, true, false},
 }};
+static_assert([] {
+  for (size_t i = 0; i < kTable.size(); ++i)
+    if (static_cast<size_t>(kTable[i].id) != i) return false;
+  return true;
+}(), "kTable must be indexed by DType");
 
 constexpr std::array<DType, 7> kComputable{DType::kFloat32,      DType::kBFloat16,   DType::kFloat16,
                                            DType::kFloat8E4M3FN, DType::kFloat8E5M2, DType::kInt8,

@@ -38,6 +38,14 @@ enum class DType : uint8_t {
   kFloat8E4M3B11FNUZ,
   kInt2,
   kUInt2,
+  kFloat8E3M4,
+  kFloat8E4M3,
+  kFloat8E8M0FNU,
+  kFloat4E2M1FN,
+  kFloat6E2M3FN,
+  kFloat6E3M2FN,
+  kInt1,
+  kUInt1,
 };
 
 enum class DTypeKind : uint8_t { kFloat, kSignedInt, kUnsignedInt, kBool, kComplex };

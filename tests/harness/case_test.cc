@@ -146,3 +146,38 @@ TEST(CaseWrite, RoundTripsThroughTheReader) {
 
 }  // namespace
 }  // namespace rpa
+
+namespace rpa {
+namespace {
+
+TEST(CaseParse, PythonsNonFiniteFloatTokensAreFloats) {
+  // json.dumps writes float('nan') / float('inf') as bare NaN / Infinity.
+  std::string s = kValid;
+  s.replace(s.find("\"soft_cap\": null"), 16, "\"soft_cap\": NaN, \"mask_value\": -Infinity");
+  s.replace(s.find("\"sm_scale\": 1.0"), 15, "\"sm_scale\": Infinity");
+  Case c = parse_case(s, "t:1", ".");
+  ASSERT_TRUE(c.call.soft_cap.is_float());
+  EXPECT_TRUE(std::isnan(c.call.soft_cap.f));
+  EXPECT_EQ(c.call.mask_value.f, -INFINITY);
+  EXPECT_EQ(c.call.sm_scale.f, INFINITY);
+  // Inside strings the words are left alone.
+  s.replace(s.find("\"id\": \"c1\""), 10, "\"id\": \"NaN Infinity\"");
+  EXPECT_EQ(parse_case(s, "t:1", ".").id, "NaN Infinity");
+  // And they are written back the way Python writes them.
+  Case d = parse_case(write_case(c), "t:2", ".");
+  EXPECT_TRUE(std::isnan(d.call.soft_cap.f));
+  EXPECT_EQ(d.call.mask_value.f, -INFINITY);
+  EXPECT_NE(write_case(c).find("-Infinity"), std::string::npos);
+}
+
+TEST(CaseWrite, HugeIntegersRoundTripExactly) {
+  std::string s = kValid;
+  s.replace(s.find("\"sliding_window\": 4"), 19, "\"sliding_window\": 123456789012345678901234567890");
+  Case c = parse_case(s, "t:1", ".");
+  Case d = parse_case(write_case(c), "t:2", ".");
+  ASSERT_EQ(d.call.sliding_window.kind, PyValue::Kind::kInt);
+  EXPECT_EQ(d.call.sliding_window.i.str(), "123456789012345678901234567890");
+}
+
+}  // namespace
+}  // namespace rpa

@@ -244,7 +244,9 @@ TEST(DtypeTable, PackingIs32OverItemsizeBits) {
       {"float32", 32}, {"bfloat16", 16}, {"float16", 16}, {"float8_e4m3fn", 8}, {"float8_e5m2", 8},
       {"int8", 8},     {"int4", 4},      {"float64", 64}, {"int16", 16},        {"int32", 32},
       {"int64", 64},   {"uint4", 4},     {"uint8", 8},    {"uint16", 16},       {"uint32", 32},
-      {"uint64", 64},  {"bool", 8},      {"complex64", 64}, {"complex128", 128}, {"int2", 2}, {"uint2", 2}};
+      {"uint64", 64},  {"bool", 8},      {"complex64", 64}, {"complex128", 128}, {"int2", 2}, {"uint2", 2},
+      {"float8_e3m4", 8}, {"float8_e4m3", 8}, {"float8_e8m0fnu", 8}, {"float4_e2m1fn", 4}, {"float6_e2m3fn", 6},
+      {"float6_e3m2fn", 6}, {"int1", 1}, {"uint1", 1}};
   for (const auto& [name, b] : bits) {
     auto d = dtype_from_name(name);
     ASSERT_TRUE(d) << name;
