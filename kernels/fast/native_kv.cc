@@ -1,12 +1,34 @@
 // Encoding the ABI's float32 KV values into native storage, with the per-slot statistics.
 #include "kernels/fast/native_kv.h"
 
+#include <sys/mman.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "kernels/abi_dtype.h"
 
 namespace rpa::fast {
+
+void* huge_page_alloc(size_t bytes) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  if (bytes < kHuge) {
+    void* p = std::malloc(bytes ? bytes : 1);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+  void* p = std::aligned_alloc(kHuge, rounded);
+  if (!p) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+  (void)madvise(p, rounded, MADV_HUGEPAGE);  // advice only: failure leaves normal pages
+#endif
+  return p;
+}
+
+void huge_page_free(void* p) noexcept { std::free(p); }
 
 int native_elem_bytes(DType d) {
   switch (d) {

@@ -1,6 +1,7 @@
 // The KV cache as a serving system stores it: native-dtype bytes plus per-token statistics the fast kernel reads.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -8,6 +9,25 @@
 #include "rpa/rpa.h"
 
 namespace rpa::fast {
+
+// Large buffers on transparent huge pages where the OS allows it
+// (madvise): a KV head's rows are a page-row apart (4 KiB and more), so a
+// kernel touching one row per 4 KiB page would otherwise miss the TLB on
+// nearly every row.
+void* huge_page_alloc(size_t bytes);
+void huge_page_free(void* p) noexcept;
+
+template <typename T>
+struct HugePageAllocator {
+  using value_type = T;
+  HugePageAllocator() = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(huge_page_alloc(n * sizeof(T))); }
+  void deallocate(T* p, size_t) noexcept { huge_page_free(p); }
+  template <typename U>
+  bool operator==(const HugePageAllocator<U>&) const { return true; }
+};
 
 // kv_pages [total_num_pages, page_size, num_combined_kv_heads, head_dim] in
 // the KV dtype's own storage: float32 as float, bfloat16 / float16 as their
@@ -18,7 +38,7 @@ struct NativeKv {
   DType dtype = DType::kFloat32;
   int64_t total_num_pages = 0, page_size = 0, num_combined_kv_heads = 0, head_dim = 0;
   int elem_bytes = 4;
-  std::vector<uint8_t> bytes;
+  std::vector<uint8_t, HugePageAllocator<uint8_t>> bytes;
   // Statistics per (page, token) slot, kept when the cache is written (one
   // comparison per element). The kernel skips a masked block only when it
   // can prove the skip exact; these make the proof cheap:

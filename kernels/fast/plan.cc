@@ -69,7 +69,7 @@ RowRange tile_key_range(const KernelCtx& c, const SeqPlan& s, int64_t t0, int64_
   return u;
 }
 
-bool make_plan(const rpa_problem& p, const NativeKv& kv, int64_t tile_rows, bool allow_skip, float* out, Plan& plan,
+bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape, bool allow_skip, float* out, Plan& plan,
                std::string& error) {
   KernelCtx& c = plan.ctx;
   c.q_dtype = dtype_of(p.q_dtype);
@@ -187,18 +187,54 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, int64_t tile_rows, bool
   plan.rows_written = out_row;
   c.pages = plan.pages.data();
 
-  // Work items: tiles of `tile_rows` rows of each (sequence, KV head) group.
+  // Work items. Few rows per KV head (decode): group items over several KV
+  // heads, long key ranges split into chunks so every thread gets work.
+  // Otherwise tiles of shape.tile_rows rows of one KV head.
   const int64_t G = c.group;
   for (int64_t i = 0; i < n; ++i) {
     const SeqPlan& s = plan.seqs[i];
     const int64_t rows = s.num_tokens * G;
+    if (rows == 0) continue;
+    if (rows <= shape.group_rows) {
+      RowRange kr{0, s.num_keys - 1};
+      if (s.skip_masked) kr = tile_key_range(c, s, 0, s.num_tokens - 1);
+      const int64_t keys = std::max<int64_t>(0, kr.hi - kr.lo + 1);
+      const int64_t chunks = std::max<int64_t>(1, (keys + shape.split_keys / 2) / shape.split_keys);
+      // Chunk boundaries on block multiples from the range start.
+      const int64_t per = (keys + chunks - 1) / chunks;
+      const int64_t step = std::max<int64_t>(32, (per + 31) / 32 * 32);
+      for (int64_t h0 = 0; h0 < c.num_kv_heads; h0 += shape.group_heads) {
+        const int64_t nh = std::min(shape.group_heads, c.num_kv_heads - h0);
+        SplitRun split{int32_t(i), int32_t(h0), int32_t(nh), {}};
+        for (int64_t k0 = kr.lo; k0 <= std::max(kr.hi, kr.lo); k0 += step) {
+          WorkItem w;
+          w.seq = int32_t(i);
+          w.kv_head = int32_t(h0);
+          w.heads = int32_t(nh);
+          w.group = true;
+          w.row0 = 0;
+          w.row1 = rows;
+          w.key0 = k0;
+          w.key1 = std::min(kr.hi, k0 + step - 1);
+          if (chunks > 1) {
+            w.partial = int64_t(plan.partials.size());
+            plan.partials.resize(plan.partials.size() + size_t(nh * rows * (2 + c.head_dim)));
+            split.partials.push_back(w.partial);
+          }
+          w.cost = double(nh) * double(rows + 8) * double(std::max<int64_t>(0, w.key1 - w.key0 + 1) + 8);
+          plan.items.push_back(w);
+        }
+        if (chunks > 1) plan.splits.push_back(std::move(split));
+      }
+      continue;
+    }
     for (int64_t g = 0; g < c.num_kv_heads; ++g) {
-      for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+      for (int64_t r0 = 0; r0 < rows; r0 += shape.tile_rows) {
         WorkItem w;
         w.seq = static_cast<int32_t>(i);
         w.kv_head = static_cast<int32_t>(g);
         w.row0 = r0;
-        w.row1 = std::min(rows, r0 + tile_rows);
+        w.row1 = std::min(rows, r0 + shape.tile_rows);
         RowRange kr{0, s.num_keys - 1};
         if (s.skip_masked) kr = tile_key_range(c, s, w.row0 / G, (w.row1 - 1) / G);
         w.cost = double(w.row1 - w.row0 + 8) * double(std::max<int64_t>(0, kr.hi - kr.lo + 1) + 8);
@@ -209,6 +245,48 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, int64_t tile_rows, bool
   std::stable_sort(plan.items.begin(), plan.items.end(),
                    [](const WorkItem& a, const WorkItem& b) { return a.cost > b.cost; });
   return true;
+}
+
+void merge_partials(const Plan& plan) {
+  const KernelCtx& c = plan.ctx;
+  const int64_t D = c.head_dim, G = c.group;
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  std::vector<double> acc(static_cast<size_t>(D));
+  for (const SplitRun& sp : plan.splits) {
+    const SeqPlan& s = plan.seqs[sp.seq];
+    const int64_t rows = s.num_tokens * G;
+    for (int64_t h = 0; h < sp.heads; ++h) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t at = (h * rows + r) * (2 + D);
+        // The largest running max; NaN in any chunk makes the row NaN.
+        float mmax = kNegInf;
+        bool nan = false;
+        for (int64_t off : sp.partials) {
+          const float m = plan.partials[size_t(off + at)];
+          nan = nan || std::isnan(m);
+          mmax = std::max(mmax, m);
+        }
+        // Each chunk's O and l are relative to its own max (0 where that is -inf).
+        double l = 0;
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t off : sp.partials) {
+          const float* part = plan.partials.data() + off + at;
+          const float m_use = part[0] == kNegInf ? 0.0f : part[0];
+          const float m_ref = mmax == kNegInf ? 0.0f : mmax;
+          const double w = (part[0] == kNegInf && mmax != kNegInf) ? 0.0 : std::exp(double(m_use) - double(m_ref));
+          l += w * part[1];
+          for (int64_t d = 0; d < D; ++d) acc[size_t(d)] += w == 0.0 ? 0.0 * part[2 + d] : w * part[2 + d];
+        }
+        const int64_t t = r / G, qh = (sp.kv_head + h) * G + r % G;
+        float* dst = c.out + ((s.out_row0 + t) * c.num_q_heads + qh) * D;
+        for (int64_t d = 0; d < D; ++d) {
+          const float v = nan ? std::numeric_limits<float>::quiet_NaN()
+                              : s.num_keys == 0 ? 0.0f : static_cast<float>(acc[size_t(d)] / l);
+          dst[d] = round_to(c.q_dtype, v);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace rpa::fast

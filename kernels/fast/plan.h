@@ -52,13 +52,36 @@ struct KernelCtx {
   float* out = nullptr;  // [num_tokens, num_q_heads, head_dim]
 };
 
-// A unit of parallel work: rows [row0, row1) of one (sequence, KV head)
-// group, row rho = token * group + head-in-group.
+// A unit of parallel work on one sequence. Row rho of a KV head is
+// (token rho / group, q head kv_head * group + rho % group).
+//  * tile (group == false): rows [row0, row1) of KV head kv_head, every key;
+//  * group: every row of KV heads [kv_head, kv_head + heads) (few rows per
+//    head, e.g. decode), keys [key0, key1] of their range; `partial` >= 0:
+//    one key chunk of a split sequence, its (m, l, O) left at that offset
+//    of Plan::partials for merge_partials.
 struct WorkItem {
   int32_t seq = 0;
   int32_t kv_head = 0;
+  int32_t heads = 1;
+  bool group = false;
   int64_t row0 = 0, row1 = 0;
+  int64_t key0 = 0, key1 = -1;
+  int64_t partial = -1;
   double cost = 0;
+};
+
+// A sequence's group items split into key chunks, merged afterwards.
+struct SplitRun {
+  int32_t seq = 0, kv_head = 0, heads = 0;
+  std::vector<int64_t> partials;  // offsets into Plan::partials, one per chunk
+};
+
+// What the SIMD code can take, for the planner.
+struct PlanShape {
+  int64_t tile_rows = 64;   // rows per tile item
+  int64_t group_rows = 0;   // most rows per KV head for group items (0: none)
+  int64_t group_heads = 8;  // KV heads per group item
+  int64_t split_keys = 512; // group items of longer key ranges are split into chunks of about this many keys
 };
 
 struct Plan {
@@ -66,6 +89,9 @@ struct Plan {
   std::vector<SeqPlan> seqs;
   std::vector<int32_t> pages;  // resolved page table (backs ctx.pages)
   std::vector<WorkItem> items; // most expensive first
+  std::vector<SplitRun> splits;
+  // Written by the work items (disjoint ranges) while the plan is shared.
+  mutable std::vector<float> partials;
   int64_t rows_written = 0;    // rows of `out` holding results; the rest are zeroed
   std::vector<std::string> diagnostics;
 };
@@ -77,11 +103,15 @@ RowRange row_range(const KernelCtx& c, const SeqPlan& s, int64_t t);
 // with the token, so the union of a contiguous token range is an interval).
 RowRange tile_key_range(const KernelCtx& c, const SeqPlan& s, int64_t t0, int64_t t1);
 
-// Builds the plan. `tile_rows`: rows per work item (the SIMD code's tile);
-// `allow_skip`: false visits every key of every sequence.
+// Builds the plan for the SIMD code's `shape`; `allow_skip`: false visits
+// every key of every sequence.
 // Fails (returns false, `error` set) only for inputs no implementation can
 // run: no pages to read while some sequence has keys.
-bool make_plan(const rpa_problem& p, const NativeKv& kv, int64_t tile_rows, bool allow_skip, float* out, Plan& plan,
+bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape, bool allow_skip, float* out, Plan& plan,
                std::string& error);
+
+// Combines the key chunks of split sequences into their output rows (the
+// online softmax's merge: rescale each chunk's O and l to the largest m).
+void merge_partials(const Plan& plan);
 
 }  // namespace rpa::fast

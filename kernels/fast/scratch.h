@@ -13,30 +13,33 @@ namespace rpa::fast {
 // Keys per KV block: one softmax rescale per block; a multiple of 16 (the
 // register block of every tile shape).
 inline constexpr int64_t kBlockKeys = 32;
-// Most rows TileA handles (four groups of four).
+// Most rows per KV head TileGroup handles (four groups of four), and most
+// KV heads it takes at once.
 inline constexpr int64_t kMaxRowsA = 16;
+inline constexpr int64_t kGroupHeads = 8;
 
 struct Scratch {
   size_t lanes = 0;   // float lanes of the SIMD target
   size_t Dp = 0;      // head_dim rounded up to a multiple of lanes
   bool in_place = false;  // float32 KV read where it lies (no scale, head_dim a multiple of lanes)
-  hwy::AlignedFreeUniquePtr<float[]> kbuf, vbuf;  // [kBlockKeys][Dp] converted K / V rows
+  hwy::AlignedFreeUniquePtr<float[]> kbuf, vbuf;  // [kGroupHeads][kBlockKeys][Dp] converted K / V rows
   hwy::AlignedFreeUniquePtr<float[]> zero;        // [Dp] zeros (K rows past a block's end)
-  hwy::AlignedFreeUniquePtr<float[]> qt;          // TileB: Q^T [head_dim][4 * lanes]; TileA: Q [16][Dp]
+  hwy::AlignedFreeUniquePtr<float[]> qt;          // TileB: Q^T [head_dim][4 * lanes]; TileGroup: Q [heads][16][Dp]
   hwy::AlignedFreeUniquePtr<float[]> st;          // scores / probabilities of a block
   hwy::AlignedFreeUniquePtr<float[]> o;           // accumulator [rows][Dp]
   hwy::AlignedFreeUniquePtr<float[]> alpha, lsum; // per row
+  hwy::AlignedFreeUniquePtr<float[]> m, l;        // TileGroup: per head and row
   hwy::AlignedFreeUniquePtr<int32_t[]> lo, hi;    // per row: attended keys [lo, hi]
-  std::vector<const float*> krow, vrow;           // float32 rows of the current block
+  std::vector<const uint8_t*> krow, vrow;         // rows of the current block (float32 or native)
 
   void init(size_t simd_lanes, int64_t head_dim, bool kv_in_place) {
     lanes = simd_lanes;
     Dp = (size_t(head_dim) + lanes - 1) / lanes * lanes;
     if (Dp == 0) Dp = lanes;
     in_place = kv_in_place;
-    const size_t rows = std::max<size_t>(4 * lanes, size_t(kMaxRowsA));
-    kbuf = hwy::AllocateAligned<float>(size_t(kBlockKeys) * Dp);
-    vbuf = hwy::AllocateAligned<float>(size_t(kBlockKeys) * Dp);
+    const size_t rows = std::max<size_t>(4 * lanes, size_t(kMaxRowsA * kGroupHeads));
+    kbuf = hwy::AllocateAligned<float>(size_t(kGroupHeads * kBlockKeys) * Dp);
+    vbuf = hwy::AllocateAligned<float>(size_t(kGroupHeads * kBlockKeys) * Dp);
     zero = hwy::AllocateAligned<float>(Dp);
     for (size_t i = 0; i < Dp; ++i) zero[i] = 0.0f;
     qt = hwy::AllocateAligned<float>(rows * Dp);
@@ -44,10 +47,12 @@ struct Scratch {
     o = hwy::AllocateAligned<float>(rows * Dp);
     alpha = hwy::AllocateAligned<float>(rows);
     lsum = hwy::AllocateAligned<float>(rows);
+    m = hwy::AllocateAligned<float>(size_t(kMaxRowsA * kGroupHeads));
+    l = hwy::AllocateAligned<float>(size_t(kMaxRowsA * kGroupHeads));
     lo = hwy::AllocateAligned<int32_t>(rows);
     hi = hwy::AllocateAligned<int32_t>(rows);
-    krow.assign(size_t(kBlockKeys) + 16, nullptr);
-    vrow.assign(size_t(kBlockKeys) + 16, nullptr);
+    krow.assign(size_t(kGroupHeads * kBlockKeys) + 16, nullptr);
+    vrow.assign(size_t(kGroupHeads * kBlockKeys) + 16, nullptr);
   }
 };
 

@@ -25,6 +25,7 @@ namespace rpa::fast::HWY_NAMESPACE {
 
 int64_t LanesOfTarget() { return int64_t(hn::Lanes(DF())); }
 const char* NameOfTarget() { return hwy::TargetName(HWY_TARGET); }
+int64_t GroupRowsOfTarget() { return GroupRowsMax(); }
 
 void RunPlan(const Plan* plan, int threads) {
   const KernelCtx& c = plan->ctx;
@@ -37,8 +38,7 @@ void RunPlan(const Plan* plan, int threads) {
     Scratch sc;
     sc.init(N, c.head_dim, in_place);
     for (size_t i = next.fetch_add(1); i < items.size(); i = next.fetch_add(1)) {
-      const WorkItem& w = items[i];
-      RunTile(c, plan->seqs[w.seq], w.kv_head, w.row0, w.row1, sc);
+      RunItem(*plan, items[i], sc);
     }
   });
 }
@@ -70,11 +70,13 @@ namespace rpa::fast {
 
 HWY_EXPORT(LanesOfTarget);
 HWY_EXPORT(NameOfTarget);
+HWY_EXPORT(GroupRowsOfTarget);
 HWY_EXPORT(RunPlan);
 HWY_EXPORT(ConvertRowForTest);
 HWY_EXPORT(RoundForTest);
 
 int64_t simd_lanes() { return HWY_DYNAMIC_DISPATCH(LanesOfTarget)(); }
+int64_t group_rows() { return HWY_DYNAMIC_DISPATCH(GroupRowsOfTarget)(); }
 const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(NameOfTarget)(); }
 void run_plan(const Plan& plan, int threads) { HWY_DYNAMIC_DISPATCH(RunPlan)(&plan, threads); }
 void convert_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, int64_t n, float* dst) {

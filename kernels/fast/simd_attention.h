@@ -14,6 +14,8 @@ int64_t simd_lanes();
 const char* simd_target_name();
 // Rows per work item: the largest tile of the target (four vectors of rows).
 inline int64_t tile_rows() { return 4 * simd_lanes(); }
+// Most rows per KV head the target's group items take (0: none).
+int64_t group_rows();
 
 // Runs every work item of `plan` on `threads` threads.
 void run_plan(const Plan& plan, int threads);

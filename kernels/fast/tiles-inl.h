@@ -58,11 +58,12 @@ inline ConvertFn ConverterFor(DType kv) {
   }
 }
 
-// Pointers to the float32 K and V rows of keys [b0, b0 + nb) of one KV head:
-// converted into the scratch, or in place when the KV is float32 already.
-// K pointers past nb (up to a multiple of `pad`) point to a zero row.
+// Row pointers for keys [b0, b0 + nb) of one KV head. `native`: the rows
+// where they lie in the cache, read (and dequantised) by the tiles' loads;
+// otherwise converted to float32 rows in the scratch. K pointers past nb (up
+// to a multiple of `pad`) point to a zero row (zero in every dtype).
 inline void GatherBlock(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t b0, int64_t nb, size_t pad,
-                        Scratch& sc, ConvertFn convert, bool in_place) {
+                        Scratch& sc, ConvertFn convert, bool native) {
   const int64_t D = c.head_dim, ps = c.page_size;
   const int64_t row_bytes = D * c.kv_elem_bytes;
   const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
@@ -71,27 +72,61 @@ inline void GatherBlock(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t
     const int64_t slot = int64_t(pages[key / ps]) * ps + key % ps;
     const uint8_t* k = c.kv + (slot * c.num_combined_kv_heads + 2 * g) * row_bytes;
     const uint8_t* v = k + row_bytes;
-    if (in_place) {
-      sc.krow[j] = reinterpret_cast<const float*>(k);
-      sc.vrow[j] = reinterpret_cast<const float*>(v);
+    if (native) {
+      sc.krow[j] = k;
+      sc.vrow[j] = v;
     } else {
       float* kd = sc.kbuf.get() + j * sc.Dp;
       float* vd = sc.vbuf.get() + j * sc.Dp;
       convert(k, D, sc.Dp, c.has_k_scale, c.k_scale, c.q_dtype, kd);
       convert(v, D, sc.Dp, c.has_v_scale, c.v_scale, c.q_dtype, vd);
-      sc.krow[j] = kd;
-      sc.vrow[j] = vd;
+      sc.krow[j] = reinterpret_cast<const uint8_t*>(kd);
+      sc.vrow[j] = reinterpret_cast<const uint8_t*>(vd);
     }
   }
   const size_t nbp = (size_t(nb) + pad - 1) / pad * pad;
-  for (size_t j = size_t(nb); j < nbp; ++j) sc.krow[j] = sc.zero.get();
+  for (size_t j = size_t(nb); j < nbp; ++j) sc.krow[j] = reinterpret_cast<const uint8_t*>(sc.zero.get());
+}
+
+// How the tiles read a row: its dtype as stored (float32 once converted)
+// and, for native rows, the dequantisation the reference applies.
+struct RowRead {
+  bool scaled = false;
+  float scale = 1.0f;
+  DType q = DType::kFloat32;
+};
+
+// kScaled is a template parameter so the hot loops carry no branch (a
+// branch there keeps GCC from holding the accumulators in registers).
+template <DType kRow, bool kScaled>
+HWY_INLINE VF LoadRow(DF df, const uint8_t* HWY_RESTRICT row, size_t elem, const RowRead& rd) {
+  constexpr size_t kBytes = kRow == DType::kFloat32 ? 4 : (kRow == DType::kBFloat16 || kRow == DType::kFloat16) ? 2 : 1;
+  VF v = LoadKv<kRow>(df, row + elem * kBytes);
+  if constexpr (kScaled) v = RoundToQ(df, rd.q, hn::Mul(v, hn::Set(df, rd.scale)));
+  return v;
+}
+
+// Asks for the K and V rows of keys [b0, b0 + nb) ahead of their use: a
+// head's rows sit one page-row (num_combined_kv_heads * head_dim elements,
+// 4 KiB and more) apart, a stride the hardware prefetchers do not follow
+// across pages.
+inline void PrefetchBlock(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t b0, int64_t nb) {
+  const int64_t ps = c.page_size;
+  const int64_t row_bytes = c.head_dim * c.kv_elem_bytes;
+  const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
+  for (int64_t j = 0; j < nb; ++j) {
+    const int64_t key = b0 + j;
+    const int64_t slot = int64_t(pages[key / ps]) * ps + key % ps;
+    const uint8_t* k = c.kv + (slot * c.num_combined_kv_heads + 2 * g) * row_bytes;
+    for (int64_t off = 0; off < 2 * row_bytes; off += 64) __builtin_prefetch(k + off, 0, 3);
+  }
 }
 
 // o[r][:] = o[r][:] * alpha[r] + sum_j p[j * pstride + r] * vrow[j][:] for
 // r < 4, over head-dim vectors [v0, v0 + kDV).
-template <int kDV>
+template <DType kRow, bool kScaled, int kDV>
 HWY_INLINE void PV4Chunk(float* HWY_RESTRICT o, size_t Dp, const float* alpha, const float* HWY_RESTRICT p,
-                         size_t pstride, int64_t nb, const float* const* vrow, size_t v0) {
+                         size_t pstride, int64_t nb, const uint8_t* const* vrow, const RowRead& rd, size_t v0) {
   const DF df;
   const size_t N = hn::Lanes(df);
   VF acc[4][kDV];
@@ -101,7 +136,7 @@ HWY_INLINE void PV4Chunk(float* HWY_RESTRICT o, size_t Dp, const float* alpha, c
   }
   for (int64_t j = 0; j < nb; ++j) {
     VF vv[kDV];
-    for (int v = 0; v < kDV; ++v) vv[v] = hn::LoadU(df, vrow[j] + (v0 + v) * N);
+    for (int v = 0; v < kDV; ++v) vv[v] = LoadRow<kRow, kScaled>(df, vrow[j], (v0 + v) * N, rd);
     const float* pj = p + j * pstride;
     for (int r = 0; r < 4; ++r) {
       const VF pr = hn::Set(df, pj[r]);
@@ -112,12 +147,20 @@ HWY_INLINE void PV4Chunk(float* HWY_RESTRICT o, size_t Dp, const float* alpha, c
     for (int v = 0; v < kDV; ++v) hn::Store(acc[r][v], df, o + r * Dp + (v0 + v) * N);
 }
 
-HWY_INLINE void PV4(float* HWY_RESTRICT o, size_t Dp, const float* alpha, const float* HWY_RESTRICT p,
-                    size_t pstride, int64_t nb, const float* const* vrow) {
+template <DType kRow, bool kScaled>
+HWY_INLINE void PV4Scaled(float* HWY_RESTRICT o, size_t Dp, const float* alpha, const float* HWY_RESTRICT p,
+                          size_t pstride, int64_t nb, const uint8_t* const* vrow, const RowRead& rd) {
   const size_t nv = Dp / hn::Lanes(DF());
   size_t v0 = 0;
-  for (; v0 + 4 <= nv; v0 += 4) PV4Chunk<4>(o, Dp, alpha, p, pstride, nb, vrow, v0);
-  for (; v0 < nv; ++v0) PV4Chunk<1>(o, Dp, alpha, p, pstride, nb, vrow, v0);
+  for (; v0 + 4 <= nv; v0 += 4) PV4Chunk<kRow, kScaled, 4>(o, Dp, alpha, p, pstride, nb, vrow, rd, v0);
+  for (; v0 < nv; ++v0) PV4Chunk<kRow, kScaled, 1>(o, Dp, alpha, p, pstride, nb, vrow, rd, v0);
+}
+
+template <DType kRow>
+HWY_INLINE void PV4(float* HWY_RESTRICT o, size_t Dp, const float* alpha, const float* HWY_RESTRICT p,
+                    size_t pstride, int64_t nb, const uint8_t* const* vrow, const RowRead& rd) {
+  if (rd.scaled) return PV4Scaled<kRow, true>(o, Dp, alpha, p, pstride, nb, vrow, rd);
+  PV4Scaled<kRow, false>(o, Dp, alpha, p, pstride, nb, vrow, rd);
 }
 
 // soft_cap * tanh(x / soft_cap) (kernel.py:139-140), NaN kept.
@@ -176,7 +219,7 @@ inline TileKeys KeysOfTile(const KernelCtx& c, const SeqPlan& s, int64_t row0, i
 // ---------------------------------------------------------------- TileB
 // S^T[KC keys][RV vectors of rows] += K[key][d] (broadcast) * Q^T[d][rows].
 template <int kRV>
-HWY_INLINE void QKBlockB(const float* HWY_RESTRICT qt, size_t RP, const float* const* krow, int64_t D, float sm,
+HWY_INLINE void QKBlockB(const float* HWY_RESTRICT qt, size_t RP, const uint8_t* const* krow, int64_t D, float sm,
                          float* HWY_RESTRICT st) {
   const DF df;
   const size_t N = hn::Lanes(df);
@@ -185,7 +228,7 @@ HWY_INLINE void QKBlockB(const float* HWY_RESTRICT qt, size_t RP, const float* c
   for (int jj = 0; jj < kKC; ++jj)
     for (int rv = 0; rv < kRV; ++rv) acc[jj][rv] = hn::Zero(df);
   const float* kr[kKC];
-  for (int jj = 0; jj < kKC; ++jj) kr[jj] = krow[jj];
+  for (int jj = 0; jj < kKC; ++jj) kr[jj] = reinterpret_cast<const float*>(krow[jj]);
   for (int64_t d = 0; d < D; ++d) {
     VF q[kRV];
     for (int rv = 0; rv < kRV; ++rv) q[rv] = hn::Load(df, qt + d * RP + rv * N);
@@ -247,6 +290,8 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
   for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += kBlockKeys) {
     const int64_t nb = std::min<int64_t>(kBlockKeys, keys.range.hi + 1 - b0);
     const int64_t nbp = (nb + kKC - 1) / kKC * kKC;
+    if (b0 + kBlockKeys <= keys.range.hi)
+      PrefetchBlock(c, s, g, b0 + kBlockKeys, std::min<int64_t>(kBlockKeys, keys.range.hi + 1 - b0 - kBlockKeys));
     GatherBlock(c, s, g, b0, nb, kKC, sc, convert, sc.in_place);
     for (int64_t j0 = 0; j0 < nbp; j0 += kKC) QKBlockB<kRV>(qt, RP, sc.krow.data() + j0, D, c.sm_scale, st + j0 * RP);
 
@@ -287,7 +332,8 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
       l[rv] = hn::MulAdd(l[rv], alpha, ls);
       m[rv] = m_new;
     }
-    for (size_t r0 = 0; r0 < R4; r0 += 4) PV4(o + r0 * Dp, Dp, sc.alpha.get() + r0, st + r0, RP, nb, sc.vrow.data());
+    for (size_t r0 = 0; r0 < R4; r0 += 4)
+      PV4<DType::kFloat32>(o + r0 * Dp, Dp, sc.alpha.get() + r0, st + r0, RP, nb, sc.vrow.data(), RowRead{});
   }
   float* lsum = sc.lsum.get();
   for (int rv = 0; rv < kRV; ++rv) hn::Store(l[rv], df, lsum + rv * N);
@@ -304,29 +350,59 @@ HWY_INLINE VF ReduceTree(DF df, VF* v) {
   return v[0];
 }
 
+// Scores of 4 rows (q0: [4][Dp]) against N / 4 keys, lane jj * 4 + r.
+template <DType kRow, bool kScaled>
+HWY_INLINE VF QKGroup(const float* HWY_RESTRICT q0, size_t Dp, const uint8_t* const* kr, const RowRead& rd) {
+  const DF df;
+  constexpr size_t kN = hn::MaxLanes(df);
+  const size_t N = hn::Lanes(df);
+  const size_t KG = N / 4;
+  VF acc[kN];
+  for (size_t i = 0; i < N; ++i) acc[i] = hn::Zero(df);
+  for (size_t d = 0; d < Dp; d += N) {
+    VF q[4];
+    for (int r = 0; r < 4; ++r) q[r] = hn::Load(df, q0 + r * Dp + d);
+    for (size_t jj = 0; jj < KG; ++jj) {
+      const VF k = LoadRow<kRow, kScaled>(df, kr[jj], d, rd);
+      for (int r = 0; r < 4; ++r) acc[jj * 4 + r] = hn::MulAdd(q[r], k, acc[jj * 4 + r]);
+    }
+  }
+  return ReduceTree(df, acc);
+}
+
 inline float MaxKeepNaN(float a, float b) {
   if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<float>::quiet_NaN();
   return a > b ? a : b;
 }
 
-// Rows [row0, row1) with row1 - row0 <= kMaxRowsA, in groups of 4.
-inline void TileA(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_t row1, Scratch& sc) {
+// All rows (at most kMaxRowsA, in groups of 4) of KV heads [h0, h0 + nh)
+// of a sequence, over keys [k0, k1] of their range. Each block is fetched
+// (prefetched one block ahead) for every head of the group in memory order
+// (a token's heads
+// are contiguous in a page), which the hardware prefetchers follow; the
+// heads are then computed one by one. `partial`:
+// null to write the output rows, else where to leave (m, l, O) per row for
+// merge_partials (a sequence split into key chunks). `native` (head_dim a
+// multiple of the lanes): K and V are read from the cache as kRow, widened
+// and dequantised in registers; otherwise kRow is float32 and each block is
+// first converted.
+template <DType kRow>
+void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1, float* partial,
+               Scratch& sc, bool native) {
   const DF df;
   const DI di;
   const size_t N = hn::Lanes(df);
   const size_t KG = N / 4;  // keys per register block
-  const int64_t R = row1 - row0, D = c.head_dim;
+  const int64_t R = s.num_tokens * c.group, D = c.head_dim;
   const size_t Dp = sc.Dp;
   const int64_t NG = (R + 3) / 4;
+  const size_t rows_stride = size_t(NG) * 4 * Dp;  // one head's rows in qa / o
 
-  float* qa = sc.qt.get();  // [NG * 4][Dp], zero padded
-  std::fill(qa, qa + size_t(NG) * 4 * Dp, 0.0f);
   int32_t* lo = sc.lo.get();
   int32_t* hi = sc.hi.get();
   for (int64_t r = 0; r < NG * 4; ++r) {
     if (r < R) {
-      std::memcpy(qa + r * Dp, QRow(c, s, g, row0 + r), size_t(D) * sizeof(float));
-      const RowRange rr = row_range(c, s, (row0 + r) / c.group);
+      const RowRange rr = row_range(c, s, r / c.group);
       lo[r] = int32_t(rr.lo);
       hi[r] = int32_t(rr.hi);
     } else {
@@ -334,17 +410,36 @@ inline void TileA(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0,
       hi[r] = std::numeric_limits<int32_t>::max();
     }
   }
-  const TileKeys keys = KeysOfTile(c, s, row0, row1, lo, hi);
+  TileKeys keys = KeysOfTile(c, s, 0, R, lo, hi);
+  keys.range.lo = std::max(keys.range.lo, k0);
+  keys.range.hi = std::min(keys.range.hi, k1);
 
-  float m[kMaxRowsA], l[kMaxRowsA], alpha[kMaxRowsA];
-  for (int64_t r = 0; r < NG * 4; ++r) m[r] = -std::numeric_limits<float>::infinity(), l[r] = 0.0f;
-  float* o = sc.o.get();
-  std::fill(o, o + size_t(NG) * 4 * Dp, 0.0f);
-  float* sa = sc.st.get();  // [keys][4] per group
+  float* qa = sc.qt.get();  // [nh][NG * 4][Dp], zero padded
+  float* o = sc.o.get();    // [nh][NG * 4][Dp]
+  std::fill(qa, qa + size_t(nh) * rows_stride, 0.0f);
+  std::fill(o, o + size_t(nh) * rows_stride, 0.0f);
+  for (int64_t h = 0; h < nh; ++h)
+    for (int64_t r = 0; r < R; ++r)
+      std::memcpy(qa + h * rows_stride + r * Dp, QRow(c, s, h0 + h, r), size_t(D) * sizeof(float));
+  float* m = sc.m.get();  // [nh][kMaxRowsA]
+  float* l = sc.l.get();
+  float* alpha = sc.alpha.get();
+  for (int64_t i = 0; i < nh * kMaxRowsA; ++i) m[i] = -std::numeric_limits<float>::infinity(), l[i] = 0.0f;
+
+  float* sa = sc.st.get();  // [keys][4] for the group being computed
   const VF neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
   const VF mask_v = hn::Set(df, c.mask_value);
   const VF cap_v = hn::Set(df, c.soft_cap);
   const ConvertFn convert = ConverterFor(c.kv_dtype);
+  const RowRead kread{native && c.has_k_scale, c.k_scale, c.q_dtype};
+  const RowRead vread{native && c.has_v_scale, c.v_scale, c.q_dtype};
+  const int64_t ps = c.page_size;
+  const int64_t row_bytes = D * c.kv_elem_bytes;
+  const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
+  auto token_heads = [&](int64_t key) {  // K of head h0 of `key`; heads follow as K, V, K, V, ...
+    const int64_t slot = int64_t(pages[key / ps]) * ps + key % ps;
+    return c.kv + (slot * c.num_combined_kv_heads + 2 * h0) * row_bytes;
+  };
   // Lane i of a score vector holds key i / 4 (plus the block offset) of row i % 4.
   const auto lane_key = hn::ShiftRight<2>(hn::Iota(di, 0));
   HWY_ALIGN int32_t pat[hn::MaxLanes(df)];
@@ -353,87 +448,145 @@ inline void TileA(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0,
   for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += kBlockKeys) {
     const int64_t nb = std::min<int64_t>(kBlockKeys, keys.range.hi + 1 - b0);
     const int64_t nbp = (nb + int64_t(KG) - 1) / int64_t(KG) * int64_t(KG);
-    GatherBlock(c, s, g, b0, nb, KG, sc, convert, sc.in_place);
+    // The next block's bytes, ahead of their use, in address order.
+    for (int64_t j = b0 + kBlockKeys; j < std::min(b0 + 2 * kBlockKeys, keys.range.hi + 1); ++j) {
+      const uint8_t* t = token_heads(j);
+      for (int64_t off = 0; off < 2 * nh * row_bytes; off += 64) __builtin_prefetch(t + off, 0, 3);
+    }
+    for (int64_t j = 0; j < nb; ++j) {
+      const uint8_t* t = token_heads(b0 + j);
+      for (int64_t h = 0; h < nh; ++h) {
+        uint8_t* const kd = reinterpret_cast<uint8_t*>(sc.kbuf.get() + (h * kBlockKeys + j) * Dp);
+        uint8_t* const vd = reinterpret_cast<uint8_t*>(sc.vbuf.get() + (h * kBlockKeys + j) * Dp);
+        if (native) {
+          sc.krow[h * kBlockKeys + j] = t + 2 * h * row_bytes;
+          sc.vrow[h * kBlockKeys + j] = t + (2 * h + 1) * row_bytes;
+        } else {
+          convert(t + 2 * h * row_bytes, D, Dp, c.has_k_scale, c.k_scale, c.q_dtype, reinterpret_cast<float*>(kd));
+          convert(t + (2 * h + 1) * row_bytes, D, Dp, c.has_v_scale, c.v_scale, c.q_dtype,
+                  reinterpret_cast<float*>(vd));
+          sc.krow[h * kBlockKeys + j] = kd;
+          sc.vrow[h * kBlockKeys + j] = vd;
+        }
+      }
+    }
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
-    for (int64_t gi = 0; gi < NG; ++gi) {
-      const float* q0 = qa + gi * 4 * Dp;
-      for (int64_t j0 = 0; j0 < nbp; j0 += int64_t(KG)) {
-        VF acc[hn::MaxLanes(df)];
-        for (size_t i = 0; i < N; ++i) acc[i] = hn::Zero(df);
-        for (size_t d = 0; d < Dp; d += N) {
-          VF q[4];
-          for (int r = 0; r < 4; ++r) q[r] = hn::Load(df, q0 + r * Dp + d);
-          for (size_t jj = 0; jj < KG; ++jj) {
-            const VF k = hn::LoadU(df, sc.krow[j0 + jj] + d);
-            for (int r = 0; r < 4; ++r) acc[jj * 4 + r] = hn::MulAdd(q[r], k, acc[jj * 4 + r]);
+    for (int64_t h = 0; h < nh; ++h) {
+      const uint8_t* const* krow = sc.krow.data() + h * kBlockKeys;
+      const uint8_t* const* vrow = sc.vrow.data() + h * kBlockKeys;
+      for (int64_t gi = 0; gi < NG; ++gi) {
+        const float* q0 = qa + h * rows_stride + gi * 4 * Dp;
+        for (int64_t j0 = 0; j0 < nbp; j0 += int64_t(KG)) {
+          // Keys past the block read zeros (their scores become -inf below).
+          const uint8_t* kr[hn::MaxLanes(df) / 4 + 1];
+          for (size_t jj = 0; jj < KG; ++jj)
+            kr[jj] = int64_t(j0 + jj) < nb ? krow[j0 + jj] : reinterpret_cast<const uint8_t*>(sc.zero.get());
+          const VF sv = kread.scaled ? QKGroup<kRow, true>(q0, Dp, kr, kread) : QKGroup<kRow, false>(q0, Dp, kr, kread);
+          hn::Store(hn::Mul(sv, hn::Set(df, c.sm_scale)), df, sa + j0 * 4);
+        }
+        // Soft cap, mask, block tail; then the block's max per row.
+        for (size_t i = 0; i < N; ++i) pat[i] = lo[gi * 4 + i % 4];
+        const auto lo_p = hn::Load(di, pat);
+        for (size_t i = 0; i < N; ++i) pat[i] = hi[gi * 4 + i % 4];
+        const auto hi_p = hn::Load(di, pat);
+        VF mb = neg_inf;
+        for (int64_t j0 = 0; j0 < nbp; j0 += int64_t(KG)) {
+          float* sp = sa + j0 * 4;
+          VF v = hn::Load(df, sp);
+          if (c.has_soft_cap) v = SoftCap(df, v, cap_v);
+          const auto key = hn::Add(hn::Set(di, int32_t(b0 + j0)), lane_key);
+          if (need_mask) {
+            const auto masked = hn::Or(hn::Lt(key, lo_p), hn::Gt(key, hi_p));
+            v = hn::IfThenElse(hn::RebindMask(df, masked), hn::Add(v, mask_v), v);
           }
+          v = hn::IfThenElse(hn::RebindMask(df, hn::Gt(key, hn::Set(di, int32_t(b0 + nb - 1)))), neg_inf, v);
+          hn::Store(v, df, sp);
+          mb = hn::Max(mb, v);
         }
-        hn::Store(hn::Mul(ReduceTree(df, acc), hn::Set(df, c.sm_scale)), df, sa + j0 * 4);
-      }
-      // Soft cap, mask, block tail; then the block's max per row.
-      for (size_t i = 0; i < N; ++i) pat[i] = lo[gi * 4 + i % 4];
-      const auto lo_p = hn::Load(di, pat);
-      for (size_t i = 0; i < N; ++i) pat[i] = hi[gi * 4 + i % 4];
-      const auto hi_p = hn::Load(di, pat);
-      VF mb = neg_inf;
-      for (int64_t j0 = 0; j0 < nbp; j0 += int64_t(KG)) {
-        float* sp = sa + j0 * 4;
-        VF v = hn::Load(df, sp);
-        if (c.has_soft_cap) v = SoftCap(df, v, cap_v);
-        const auto key = hn::Add(hn::Set(di, int32_t(b0 + j0)), lane_key);
-        if (need_mask) {
-          const auto masked = hn::Or(hn::Lt(key, lo_p), hn::Gt(key, hi_p));
-          v = hn::IfThenElse(hn::RebindMask(df, masked), hn::Add(v, mask_v), v);
+        hn::Store(mb, df, tmp);
+        float m_use[4];
+        float* mh = m + h * kMaxRowsA + gi * 4;
+        float* lh = l + h * kMaxRowsA + gi * 4;
+        float* ah = alpha + h * kMaxRowsA + gi * 4;
+        for (int r = 0; r < 4; ++r) {
+          float bm = -std::numeric_limits<float>::infinity();
+          for (size_t i = size_t(r); i < N; i += 4) bm = MaxKeepNaN(bm, tmp[i]);
+          const float m_new = MaxKeepNaN(mh[r], bm);
+          m_use[r] = m_new == -std::numeric_limits<float>::infinity() ? 0.0f : m_new;
+          ah[r] = std::exp(mh[r] - m_use[r]);
+          mh[r] = m_new;
         }
-        v = hn::IfThenElse(hn::RebindMask(df, hn::Gt(key, hn::Set(di, int32_t(b0 + nb - 1)))), neg_inf, v);
-        hn::Store(v, df, sp);
-        mb = hn::Max(mb, v);
+        for (size_t i = 0; i < N; ++i) tmp[i] = m_use[i % 4];
+        const VF m_p = hn::Load(df, tmp);
+        VF ls = hn::Zero(df);
+        for (int64_t j0 = 0; j0 < nbp; j0 += int64_t(KG)) {
+          float* sp = sa + j0 * 4;
+          const VF p = ExpKeepNaN(df, hn::Sub(hn::Load(df, sp), m_p));
+          hn::Store(p, df, sp);
+          ls = hn::Add(ls, p);
+        }
+        hn::Store(ls, df, tmp);
+        for (int r = 0; r < 4; ++r) {
+          float sum = 0.0f;
+          for (size_t i = size_t(r); i < N; i += 4) sum += tmp[i];
+          lh[r] = lh[r] * ah[r] + sum;
+        }
+        PV4<kRow>(o + h * rows_stride + gi * 4 * Dp, Dp, ah, sa, 4, nb, vrow, vread);
       }
-      hn::Store(mb, df, tmp);
-      float m_use[4];
-      for (int r = 0; r < 4; ++r) {
-        float bm = -std::numeric_limits<float>::infinity();
-        for (size_t i = size_t(r); i < N; i += 4) bm = MaxKeepNaN(bm, tmp[i]);
-        float& mr = m[gi * 4 + r];
-        const float m_new = MaxKeepNaN(mr, bm);
-        m_use[r] = m_new == -std::numeric_limits<float>::infinity() ? 0.0f : m_new;
-        alpha[gi * 4 + r] = std::exp(mr - m_use[r]);
-        mr = m_new;
-      }
-      for (size_t i = 0; i < N; ++i) tmp[i] = m_use[i % 4];
-      const VF m_p = hn::Load(df, tmp);
-      VF ls = hn::Zero(df);
-      for (int64_t j0 = 0; j0 < nbp; j0 += int64_t(KG)) {
-        float* sp = sa + j0 * 4;
-        const VF p = ExpKeepNaN(df, hn::Sub(hn::Load(df, sp), m_p));
-        hn::Store(p, df, sp);
-        ls = hn::Add(ls, p);
-      }
-      hn::Store(ls, df, tmp);
-      for (int r = 0; r < 4; ++r) {
-        float sum = 0.0f;
-        for (size_t i = size_t(r); i < N; i += 4) sum += tmp[i];
-        l[gi * 4 + r] = l[gi * 4 + r] * alpha[gi * 4 + r] + sum;
-      }
-      PV4(o + gi * 4 * Dp, Dp, alpha + gi * 4, sa, 4, nb, sc.vrow.data());
     }
   }
-  for (int64_t r = 0; r < R; ++r) WriteRow(c, s, g, row0 + r, o + r * Dp, l[r]);
+  for (int64_t h = 0; h < nh; ++h) {
+    for (int64_t r = 0; r < R; ++r) {
+      const float* orow = o + h * rows_stride + r * Dp;
+      if (partial == nullptr) {
+        WriteRow(c, s, h0 + h, r, orow, l[h * kMaxRowsA + r]);
+      } else {
+        float* dst = partial + (h * R + r) * (2 + D);
+        dst[0] = m[h * kMaxRowsA + r];
+        dst[1] = l[h * kMaxRowsA + r];
+        std::memcpy(dst + 2, orow, size_t(D) * sizeof(float));
+      }
+    }
+  }
 }
 
 #endif  // HWY_TARGET != HWY_SCALAR
 
-// Picks the tile shape for a work item.
-inline void RunTile(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_t row1, Scratch& sc) {
-  const size_t N = hn::Lanes(DF());
-  const int64_t R = row1 - row0;
+// Most rows per KV head that TileGroup takes (0: none on this target).
+inline int64_t GroupRowsMax() {
+  const int64_t N = int64_t(hn::Lanes(DF()));
 #if HWY_TARGET != HWY_SCALAR
-  if (N >= 4 && R <= std::max<int64_t>(4, int64_t(N) / 2)) return TileA(c, s, g, row0, row1, sc);
+  if (N >= 4) return std::max<int64_t>(4, N / 2);
 #endif
-  const int64_t rv = (R + int64_t(N) - 1) / int64_t(N);
-  if (rv <= 1) return TileB<1>(c, s, g, row0, row1, sc);
-  if (rv <= 2) return TileB<2>(c, s, g, row0, row1, sc);
-  return TileB<4>(c, s, g, row0, row1, sc);
+  (void)N;
+  return 0;
+}
+
+// Runs one work item of the plan.
+inline void RunItem(const Plan& plan, const WorkItem& w, Scratch& sc) {
+  const KernelCtx& c = plan.ctx;
+  const SeqPlan& s = plan.seqs[w.seq];
+  const int64_t N = int64_t(hn::Lanes(DF()));
+  if (w.group) {
+#if HWY_TARGET != HWY_SCALAR
+    float* partial = w.partial >= 0 ? plan.partials.data() + w.partial : nullptr;
+    if (c.head_dim % N != 0) return TileGroup<DType::kFloat32>(c, s, w.kv_head, w.heads, w.key0, w.key1, partial, sc, false);
+    switch (c.kv_dtype) {
+#define RPA_FAST_GROUP(T) return TileGroup<T>(c, s, w.kv_head, w.heads, w.key0, w.key1, partial, sc, true)
+      case DType::kFloat32: RPA_FAST_GROUP(DType::kFloat32);
+      case DType::kBFloat16: RPA_FAST_GROUP(DType::kBFloat16);
+      case DType::kFloat16: RPA_FAST_GROUP(DType::kFloat16);
+      case DType::kFloat8E4M3FN: RPA_FAST_GROUP(DType::kFloat8E4M3FN);
+      case DType::kFloat8E5M2: RPA_FAST_GROUP(DType::kFloat8E5M2);
+      default: RPA_FAST_GROUP(DType::kInt8);  // int8, int4 (a byte each)
+#undef RPA_FAST_GROUP
+    }
+#endif
+  }
+  const int64_t rv = (w.row1 - w.row0 + N - 1) / N;
+  if (rv <= 1) return TileB<1>(c, s, w.kv_head, w.row0, w.row1, sc);
+  if (rv <= 2) return TileB<2>(c, s, w.kv_head, w.row0, w.row1, sc);
+  return TileB<4>(c, s, w.kv_head, w.row0, w.row1, sc);
 }
 
 }  // namespace rpa::fast::HWY_NAMESPACE
