@@ -19,9 +19,38 @@
 #include "hwy/highway.h"
 #include "kernels/fast/convert-inl.h"
 #include "kernels/fast/tiles-inl.h"
+#include "kernels/fast/bf16_tile-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace rpa::fast::HWY_NAMESPACE {
+
+// Runs one work item of the plan.
+inline void RunItem(const Plan& plan, const WorkItem& w, Scratch& sc) {
+  const KernelCtx& c = plan.ctx;
+  const SeqPlan& s = plan.seqs[w.seq];
+  const int64_t N = int64_t(hn::Lanes(DF()));
+  if (w.group) {
+#if HWY_TARGET != HWY_SCALAR
+    float* partial = w.partial >= 0 ? plan.partials.data() + w.partial : nullptr;
+    if (c.head_dim % N != 0) return TileGroup<DType::kFloat32>(c, s, w.kv_head, w.heads, w.key0, w.key1, partial, sc, false);
+    switch (c.kv_dtype) {
+#define RPA_FAST_GROUP(T) return TileGroup<T>(c, s, w.kv_head, w.heads, w.key0, w.key1, partial, sc, true)
+      case DType::kFloat32: RPA_FAST_GROUP(DType::kFloat32);
+      case DType::kBFloat16: RPA_FAST_GROUP(DType::kBFloat16);
+      case DType::kFloat16: RPA_FAST_GROUP(DType::kFloat16);
+      case DType::kFloat8E4M3FN: RPA_FAST_GROUP(DType::kFloat8E4M3FN);
+      case DType::kFloat8E5M2: RPA_FAST_GROUP(DType::kFloat8E5M2);
+      default: RPA_FAST_GROUP(DType::kInt8);  // int8, int4 (a byte each)
+#undef RPA_FAST_GROUP
+    }
+#endif
+  }
+  if (RunBf16Tile(c, s, w.kv_head, w.row0, w.row1, sc)) return;
+  const int64_t rv = (w.row1 - w.row0 + N - 1) / N;
+  if (rv <= 1) return TileB<1>(c, s, w.kv_head, w.row0, w.row1, sc);
+  if (rv <= 2) return TileB<2>(c, s, w.kv_head, w.row0, w.row1, sc);
+  return TileB<4>(c, s, w.kv_head, w.row0, w.row1, sc);
+}
 
 int64_t LanesOfTarget() { return int64_t(hn::Lanes(DF())); }
 const char* NameOfTarget() { return hwy::TargetName(HWY_TARGET); }

@@ -217,6 +217,55 @@ inline TileKeys KeysOfTile(const KernelCtx& c, const SeqPlan& s, int64_t row0, i
 }
 
 // ---------------------------------------------------------------- TileB
+// Scores st[key][rows] of a block -> probabilities, and the online softmax
+// state: soft cap and mask (kernel.py:139-141), keys past the block -inf;
+// m_new = max(m, block max), p = e^(s - m_new), l = l * e^(m - m_new) + sum p,
+// alpha = e^(m - m_new) per row for rescaling O. A running max of -inf uses 0
+// instead, so rows whose scores so far are all -inf do not turn NaN.
+template <int kRV>
+HWY_INLINE void BlockSoftmaxB(const KernelCtx& c, float* HWY_RESTRICT st, size_t RP, int64_t b0, int64_t nb,
+                              int64_t nbp, bool need_mask, const hn::Vec<DI>* lo_i, const hn::Vec<DI>* hi_i, VF* m,
+                              VF* l, float* alpha) {
+  const DF df;
+  const DI di;
+  const size_t N = hn::Lanes(df);
+  const VF neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
+  const VF mask_v = hn::Set(df, c.mask_value);
+  const VF cap_v = hn::Set(df, c.soft_cap);
+  VF mb[kRV];
+  for (int rv = 0; rv < kRV; ++rv) mb[rv] = neg_inf;
+  for (int64_t j = 0; j < nbp; ++j) {
+    const auto key = hn::Set(di, int32_t(b0 + j));
+    for (int rv = 0; rv < kRV; ++rv) {
+      float* sp = st + j * RP + rv * N;
+      VF v = hn::Load(df, sp);
+      if (c.has_soft_cap) v = SoftCap(df, v, cap_v);
+      if (need_mask) {
+        const auto masked = hn::Or(hn::Lt(key, lo_i[rv]), hn::Gt(key, hi_i[rv]));
+        v = hn::IfThenElse(hn::RebindMask(df, masked), hn::Add(v, mask_v), v);
+      }
+      if (j >= nb) v = neg_inf;
+      hn::Store(v, df, sp);
+      mb[rv] = hn::Max(mb[rv], v);
+    }
+  }
+  for (int rv = 0; rv < kRV; ++rv) {
+    const VF m_new = hn::Max(m[rv], mb[rv]);
+    const VF m_use = hn::IfThenZeroElse(hn::Eq(m_new, neg_inf), m_new);
+    const VF a = ExpKeepNaN(df, hn::Sub(m[rv], m_use));
+    hn::Store(a, df, alpha + rv * N);
+    VF ls = hn::Zero(df);
+    for (int64_t j = 0; j < nbp; ++j) {
+      float* sp = st + j * RP + rv * N;
+      const VF p = ExpKeepNaN(df, hn::Sub(hn::Load(df, sp), m_use));
+      hn::Store(p, df, sp);
+      ls = hn::Add(ls, p);
+    }
+    l[rv] = hn::MulAdd(l[rv], a, ls);
+    m[rv] = m_new;
+  }
+}
+
 // S^T[KC keys][RV vectors of rows] += K[key][d] (broadcast) * Q^T[d][rows].
 template <int kRV>
 HWY_INLINE void QKBlockB(const float* HWY_RESTRICT qt, size_t RP, const uint8_t* const* krow, int64_t D, float sm,
@@ -282,9 +331,6 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
   const size_t R4 = (size_t(R) + 3) / 4 * 4;
   std::fill(o, o + R4 * Dp, 0.0f);
   float* st = sc.st.get();
-  const VF neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
-  const VF mask_v = hn::Set(df, c.mask_value);
-  const VF cap_v = hn::Set(df, c.soft_cap);
   const ConvertFn convert = ConverterFor(c.kv_dtype);
 
   for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += kBlockKeys) {
@@ -295,43 +341,8 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
     GatherBlock(c, s, g, b0, nb, kKC, sc, convert, sc.in_place);
     for (int64_t j0 = 0; j0 < nbp; j0 += kKC) QKBlockB<kRV>(qt, RP, sc.krow.data() + j0, D, c.sm_scale, st + j0 * RP);
 
-    // Soft cap, mask (kernel.py:139-141), keys past the block -> -inf.
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
-    VF mb[kRV];
-    for (int rv = 0; rv < kRV; ++rv) mb[rv] = neg_inf;
-    for (int64_t j = 0; j < nbp; ++j) {
-      const auto key = hn::Set(di, int32_t(b0 + j));
-      for (int rv = 0; rv < kRV; ++rv) {
-        float* sp = st + j * RP + rv * N;
-        VF v = hn::Load(df, sp);
-        if (c.has_soft_cap) v = SoftCap(df, v, cap_v);
-        if (need_mask) {
-          const auto masked = hn::Or(hn::Lt(key, lo_i[rv]), hn::Gt(key, hi_i[rv]));
-          v = hn::IfThenElse(hn::RebindMask(df, masked), hn::Add(v, mask_v), v);
-        }
-        if (j >= nb) v = neg_inf;
-        hn::Store(v, df, sp);
-        mb[rv] = hn::Max(mb[rv], v);
-      }
-    }
-    // Online softmax: m_new = max(m, block max); p = e^(s - m_new);
-    // l = l * e^(m - m_new) + sum p. A running max of -inf uses 0 instead,
-    // so rows whose scores so far are all -inf do not turn NaN.
-    for (int rv = 0; rv < kRV; ++rv) {
-      const VF m_new = hn::Max(m[rv], mb[rv]);
-      const VF m_use = hn::IfThenZeroElse(hn::Eq(m_new, neg_inf), m_new);
-      const VF alpha = ExpKeepNaN(df, hn::Sub(m[rv], m_use));
-      hn::Store(alpha, df, sc.alpha.get() + rv * N);
-      VF ls = hn::Zero(df);
-      for (int64_t j = 0; j < nbp; ++j) {
-        float* sp = st + j * RP + rv * N;
-        const VF p = ExpKeepNaN(df, hn::Sub(hn::Load(df, sp), m_use));
-        hn::Store(p, df, sp);
-        ls = hn::Add(ls, p);
-      }
-      l[rv] = hn::MulAdd(l[rv], alpha, ls);
-      m[rv] = m_new;
-    }
+    BlockSoftmaxB<kRV>(c, st, RP, b0, nb, nbp, need_mask, lo_i, hi_i, m, l, sc.alpha.get());
     for (size_t r0 = 0; r0 < R4; r0 += 4)
       PV4<DType::kFloat32>(o + r0 * Dp, Dp, sc.alpha.get() + r0, st + r0, RP, nb, sc.vrow.data(), RowRead{});
   }
@@ -560,33 +571,6 @@ inline int64_t GroupRowsMax() {
 #endif
   (void)N;
   return 0;
-}
-
-// Runs one work item of the plan.
-inline void RunItem(const Plan& plan, const WorkItem& w, Scratch& sc) {
-  const KernelCtx& c = plan.ctx;
-  const SeqPlan& s = plan.seqs[w.seq];
-  const int64_t N = int64_t(hn::Lanes(DF()));
-  if (w.group) {
-#if HWY_TARGET != HWY_SCALAR
-    float* partial = w.partial >= 0 ? plan.partials.data() + w.partial : nullptr;
-    if (c.head_dim % N != 0) return TileGroup<DType::kFloat32>(c, s, w.kv_head, w.heads, w.key0, w.key1, partial, sc, false);
-    switch (c.kv_dtype) {
-#define RPA_FAST_GROUP(T) return TileGroup<T>(c, s, w.kv_head, w.heads, w.key0, w.key1, partial, sc, true)
-      case DType::kFloat32: RPA_FAST_GROUP(DType::kFloat32);
-      case DType::kBFloat16: RPA_FAST_GROUP(DType::kBFloat16);
-      case DType::kFloat16: RPA_FAST_GROUP(DType::kFloat16);
-      case DType::kFloat8E4M3FN: RPA_FAST_GROUP(DType::kFloat8E4M3FN);
-      case DType::kFloat8E5M2: RPA_FAST_GROUP(DType::kFloat8E5M2);
-      default: RPA_FAST_GROUP(DType::kInt8);  // int8, int4 (a byte each)
-#undef RPA_FAST_GROUP
-    }
-#endif
-  }
-  const int64_t rv = (w.row1 - w.row0 + N - 1) / N;
-  if (rv <= 1) return TileB<1>(c, s, w.kv_head, w.row0, w.row1, sc);
-  if (rv <= 2) return TileB<2>(c, s, w.kv_head, w.row0, w.row1, sc);
-  return TileB<4>(c, s, w.kv_head, w.row0, w.row1, sc);
 }
 
 }  // namespace rpa::fast::HWY_NAMESPACE

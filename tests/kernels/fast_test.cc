@@ -523,6 +523,23 @@ TEST(FastEdges, LongSequencesEveryTileShapeAndThreadCount) {
     }
 }
 
+// bfloat16 q and KV with head_dim 128: the VDPBF16PS tile where the CPU has it.
+TEST(FastEdges, Bfloat16TilesOfEveryRowCount) {
+  for (int64_t q_len : {3, 5, 16, 70}) {
+    TestCase c = one_sequence(q_len, 300, 128, 8);
+    c.q_dtype = c.kv_dtype = DType::kBFloat16;
+    for (float& x : c.q) x = round_to(DType::kBFloat16, x);
+    for (float& x : c.kv) x = round_to(DType::kBFloat16, x);
+    c.sm_scale = 0.125f;
+    expect_within_bound(c, run_fast(c));
+    c.has_window = true;
+    c.window = 40;
+    c.has_cap = true;
+    c.cap = 5.0f;
+    expect_within_bound(c, run_fast(c));
+  }
+}
+
 TEST(FastEdges, TheCAbiEntryMatchesTheNativeEntry) {
   std::mt19937 rng(11);
   for (int i = 0; i < 5; ++i) {
