@@ -1,0 +1,115 @@
+// Measures the bench's machine ceilings: a float32 FMA loop and a read stream, per Highway target, on every thread.
+#include "harness/bench_ceilings.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "hwy/aligned_allocator.h"
+#include "kernels/fast/thread_pool.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "harness/bench_ceilings.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace rpa::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Sixteen independent FMA chains per thread: more than latency x pipes on
+// current x86 cores, so the loop is throughput-bound.
+double FmaFlops(int64_t iterations, float* sink) {
+  const hn::ScalableTag<float> df;
+  using V = hn::Vec<decltype(df)>;
+  V acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = hn::Set(df, 0.001f * float(i));
+  const V b = hn::Set(df, 0.9999f), c = hn::Set(df, 1e-4f);
+  for (int64_t it = 0; it < iterations; ++it) {
+    for (int i = 0; i < 16; ++i) acc[i] = hn::MulAdd(acc[i], b, c);
+  }
+  V s = acc[0];
+  for (int i = 1; i < 16; ++i) s = hn::Add(s, acc[i]);
+  *sink = hn::GetLane(hn::SumOfLanes(df, s));
+  return double(iterations) * 16.0 * double(hn::Lanes(df)) * 2.0;
+}
+
+// Sums n floats (n a multiple of 4 vectors) with four chains.
+float ReadSum(const float* p, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const int64_t N = int64_t(hn::Lanes(df));
+  auto a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t i = 0; i + 4 * N <= n; i += 4 * N) {
+    a0 = hn::Add(a0, hn::Load(df, p + i));
+    a1 = hn::Add(a1, hn::Load(df, p + i + N));
+    a2 = hn::Add(a2, hn::Load(df, p + i + 2 * N));
+    a3 = hn::Add(a3, hn::Load(df, p + i + 3 * N));
+  }
+  return hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+}
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace rpa::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace rpa {
+HWY_EXPORT(FmaFlops);
+HWY_EXPORT(ReadSum);
+HWY_EXPORT(TargetName);
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Bigger than any last-level cache this runs on (and 8x this machine's 32 MiB L3).
+constexpr int64_t kStreamFloats = int64_t(64) << 20;  // 256 MiB
+}  // namespace
+
+const char* ceilings_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+Ceilings measure_ceilings(int threads, bool quick) {
+  auto& pool = fast::ThreadPool::global();
+  Ceilings c;
+  c.threads = threads > 0 ? threads : fast::ThreadPool::hardware_threads();
+  const int n = c.threads;
+  std::vector<float> sink(size_t(n) * 16);
+  const int64_t iterations = quick ? 20'000'000 : 60'000'000;
+  for (int rep = 0; rep < 3; ++rep) {
+    std::atomic<double> flops{0};
+    const auto t0 = Clock::now();
+    pool.run(n, [&](int w) {
+      const double f = HWY_DYNAMIC_DISPATCH(FmaFlops)(iterations / 4, &sink[size_t(w) * 16]);
+      double cur = flops.load();
+      while (!flops.compare_exchange_weak(cur, cur + f)) {
+      }
+    });
+    c.fma_gflops = std::max(c.fma_gflops, flops.load() / seconds_since(t0) * 1e-9);
+  }
+
+  auto buf = hwy::AllocateAligned<float>(size_t(kStreamFloats));
+  const int64_t per = kStreamFloats / n / 64 * 64;
+  pool.run(n, [&](int w) {  // first touch by the thread that reads it
+    std::fill(buf.get() + w * per, buf.get() + (w + 1) * per, 1.0f);
+  });
+  for (int rep = 0; rep < (quick ? 3 : 6); ++rep) {
+    const auto t0 = Clock::now();
+    pool.run(n, [&](int w) { sink[size_t(w) * 16 + 1] = HWY_DYNAMIC_DISPATCH(ReadSum)(buf.get() + w * per, per); });
+    c.stream_gbs = std::max(c.stream_gbs, double(per) * n * sizeof(float) / seconds_since(t0) * 1e-9);
+  }
+  return c;
+}
+
+void flush_caches() {
+  static std::vector<uint8_t> junk(size_t(96) << 20);  // 3x this machine's L3
+  static uint8_t salt = 0;
+  ++salt;
+  for (size_t i = 0; i < junk.size(); i += 64) junk[i] = uint8_t(junk[i] + salt);
+}
+
+}  // namespace rpa
+#endif  // HWY_ONCE

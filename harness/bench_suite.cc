@@ -1,0 +1,209 @@
+// Runs the bench suite: builds the upstream shapes as cases, times each implementation, and formats the report.
+#include "harness/bench_suite.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "harness/data_seed.h"
+#include "harness/impls.h"
+#include "harness/problem.h"
+#include "harness/upstream_cases.h"
+#include "kernels/fast/fast_attention.h"
+#include "kernels/fast/native_kv.h"
+#include "kernels/fast/thread_pool.h"
+#include "oracle/py_error.h"
+
+namespace rpa {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The upstream test file's shapes (tests/pallas/tpu_ragged_paged_attention_test.py
+// at cec06d116c: test_ragged_paged_attention_{decode_only,prefill_only,mixed}):
+// 32 q heads, 8 KV heads, head_dim 128, page size 16, 1000 pages.
+struct Shape {
+  const char* name;
+  const char* upstream;
+};
+constexpr Shape kShapes[] = {{"decode", "decode_only"}, {"prefill", "prefill_only"}, {"mixed", "mixed"}};
+constexpr int64_t kQHeads = 32, kKvHeads = 8, kHeadDim = 128, kPageSize = 16;
+constexpr DType kQDtypes[] = {DType::kFloat32, DType::kBFloat16};
+constexpr DType kKvDtypes[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN};
+
+struct Work {
+  double flops = 0;     // 4 * head_dim per unmasked score entry, every q head
+  double kv_bytes = 0;  // K and V of every key of every sequence, in the KV dtype
+};
+
+Work work_of(const SeqLens& lens, DType kv) {
+  Work w;
+  for (const auto& [q_len, kv_len] : lens) {
+    // Causal, aligned to the end: row t attends kv_len - q_len + t + 1 keys.
+    double entries = 0;
+    for (int64_t t = 0; t < q_len; ++t) entries += double(std::min(kv_len, std::max<int64_t>(0, kv_len - q_len + t + 1)));
+    w.flops += entries * kQHeads * 4.0 * kHeadDim;
+    w.kv_bytes += double(kv_len) * 2 * kKvHeads * kHeadDim * fast::native_elem_bytes(kv);
+  }
+  return w;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+BenchRow make_row(const char* impl, const char* shape, DType q, DType kv, const std::vector<double>& times,
+                  const Work& w, const Ceilings& c) {
+  BenchRow r;
+  r.impl = impl;
+  r.shape = shape;
+  r.q_dtype = std::string(dtype_name(q));
+  r.kv_dtype = std::string(dtype_name(kv));
+  r.median_s = median(times);
+  r.repeats = int(times.size());
+  r.gflops = w.flops / r.median_s * 1e-9;
+  r.gbs = w.kv_bytes / r.median_s * 1e-9;
+  r.fma_fraction = c.fma_gflops > 0 ? r.gflops / c.fma_gflops : 0;
+  r.stream_fraction = c.stream_gbs > 0 ? r.gbs / c.stream_gbs : 0;
+  return r;
+}
+
+// Times an implementation through the harness registry (what `rpa run-case
+// --impl NAME` runs, its case-to-buffers work included).
+bool time_impl(const std::string& name, const Case& c, const ImplOptions& opt, int repeats,
+               std::vector<double>& times, std::string& why) {
+  const ImplSpec* spec = find_implementation(name);
+  if (spec == nullptr) {
+    why = "implementation '" + name + "' is not registered";
+    return false;
+  }
+  try {
+    for (int i = 0; i < repeats; ++i) {
+      flush_caches();
+      const auto t0 = Clock::now();
+      const ImplOutput out = spec->run(c, opt);
+      times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      if (out.values.empty()) throw std::runtime_error("no output");
+    }
+  } catch (const PyError& e) {
+    why = name + " raised " + e.cls() + ": " + e.message();
+    return false;
+  } catch (const std::exception& e) {
+    why = name + " failed: " + e.what();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+BenchReport run_bench(const BenchOptions& o) {
+  BenchReport rep;
+  rep.ceilings = measure_ceilings(o.threads, o.quick);
+  const int threads = rep.ceilings.threads;
+  rep.notes.push_back(std::string("SIMD target: ") + fast::simd_target() + "; ceilings on " + ceilings_target());
+  const int fast_repeats = o.repeats > 0 ? o.repeats : (o.quick ? 5 : 10);
+  // The reference and tiled rows take seconds per call: fewer repeats, and
+  // with --quick only the "mixed" shape (the one the speed-up target names).
+  const int slow_repeats = o.quick ? 1 : 3;
+  ImplOptions impl_opt;
+  impl_opt.threads = threads;
+
+  // KV contents depend only on the KV dtype (every shape has the same
+  // kv_lens), so the native cache is encoded once per KV dtype.
+  std::map<DType, std::pair<std::vector<float>, std::unique_ptr<fast::NativeKv>>> kv_cache;
+  for (const Shape& shape : kShapes) {
+    const SeqLens lens = upstream_seq_lens(shape.upstream);
+    for (DType kv : kKvDtypes) {
+      const Work w = work_of(lens, kv);
+      Case base = upstream_case(std::string("bench-") + shape.name, lens, kQHeads, kKvHeads, kHeadDim, kPageSize,
+                                kQDtypes[0], kv);
+      for (DType q : kQDtypes) {
+        Case c = base;
+        if (q != kQDtypes[0]) {  // the same case with q drawn in another dtype (upstream_case's q seed)
+          c.call.q.dtype = q;
+          c.q_content.values = seeded_values(q, UpstreamOptions{}.seed, num_elements(c.call.q.shape));
+        }
+        // fast: the kernel on the native cache, as a server calls it.
+        ProblemBuffers buf;
+        make_problem(c, buf);
+        rpa_problem& p = buf.problem;
+        p.num_threads = threads;
+        auto& entry = kv_cache[kv];
+        if (!entry.second || entry.first != buf.kv_pages) {
+          entry.first = buf.kv_pages;
+          entry.second = std::make_unique<fast::NativeKv>(fast::encode_kv(p));
+        }
+        std::vector<float> out(size_t(p.num_tokens * p.num_q_heads * p.head_dim));
+        std::vector<double> times;
+        rpa_status st = fast::attention(p, *entry.second, out.data(), nullptr);  // warm-up
+        for (int i = 0; i < fast_repeats && st.code == RPA_OK; ++i) {
+          flush_caches();
+          const auto t0 = Clock::now();
+          st = fast::attention(p, *entry.second, out.data(), nullptr);
+          times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        }
+        if (st.code != RPA_OK) {
+          rep.notes.push_back(std::string("fast ") + shape.name + " failed: " + (st.message ? st.message : ""));
+        } else {
+          rep.rows.push_back(make_row("fast", shape.name, q, kv, times, w, rep.ceilings));
+          if (o.progress) o.progress(bench_table({rep.ceilings, {rep.rows.back()}, {}}));
+        }
+
+        if (o.quick && std::strcmp(shape.name, "mixed") != 0) continue;
+        for (const auto& [impl, name] : {std::pair{"reference", "oracle"}, std::pair{"tiled", "tiled"}}) {
+          std::vector<double> t;
+          std::string why;
+          if (time_impl(name, c, impl_opt, slow_repeats, t, why)) {
+            rep.rows.push_back(make_row(impl, shape.name, q, kv, t, w, rep.ceilings));
+            if (o.progress) o.progress(bench_table({rep.ceilings, {rep.rows.back()}, {}}));
+          } else {
+            rep.notes.push_back(std::string(impl) + " " + shape.name + " " + std::string(dtype_name(q)) + "/" +
+                                std::string(dtype_name(kv)) + " skipped: " + why);
+          }
+        }
+      }
+    }
+  }
+  return rep;
+}
+
+std::string bench_json(const BenchReport& r) {
+  nlohmann::ordered_json j;
+  j["ceilings"] = {{"fma_gflops", r.ceilings.fma_gflops},
+                   {"stream_gbs", r.ceilings.stream_gbs},
+                   {"threads", r.ceilings.threads}};
+  j["rows"] = nlohmann::ordered_json::array();
+  for (const BenchRow& row : r.rows) {
+    j["rows"].push_back({{"impl", row.impl},
+                         {"shape", row.shape},
+                         {"q_dtype", row.q_dtype},
+                         {"kv_dtype", row.kv_dtype},
+                         {"median_s", row.median_s},
+                         {"gflops", row.gflops},
+                         {"gbs", row.gbs},
+                         {"fma_fraction", row.fma_fraction},
+                         {"stream_fraction", row.stream_fraction}});
+  }
+  return j.dump() + "\n";
+}
+
+std::string bench_table(const BenchReport& r) {
+  std::string s;
+  char line[256];
+  for (const BenchRow& row : r.rows) {
+    std::snprintf(line, sizeof line, "%-9s %-7s q=%-8s kv=%-13s %10.3f ms %8.1f GFLOP/s %7.1f GB/s  fma %5.1f%%  stream %5.1f%%  (n=%d)\n",
+                  row.impl.c_str(), row.shape.c_str(), row.q_dtype.c_str(), row.kv_dtype.c_str(), row.median_s * 1e3,
+                  row.gflops, row.gbs, 100 * row.fma_fraction, 100 * row.stream_fraction, row.repeats);
+    s += line;
+  }
+  return s;
+}
+
+}  // namespace rpa

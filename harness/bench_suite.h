@@ -1,0 +1,43 @@
+// The suite behind `rpa bench`: the upstream shapes timed for the reference, tiled and fast implementations.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "harness/bench_ceilings.h"
+
+namespace rpa {
+
+struct BenchRow {
+  std::string impl;   // "reference" | "tiled" | "fast"
+  std::string shape;  // "decode" | "prefill" | "mixed"
+  std::string q_dtype, kv_dtype;
+  double median_s = 0;
+  double gflops = 0;  // unmasked score entries x 4 x head_dim flops, per second
+  double gbs = 0;     // KV bytes the call must read (every key of every sequence, K and V), per second
+  double fma_fraction = 0, stream_fraction = 0;  // of the measured ceilings
+  int repeats = 0;
+};
+
+struct BenchOptions {
+  bool quick = false;  // whole run under two minutes on a 2-core machine
+  int repeats = 0;     // timed calls per fast row (0: 10, or 5 with quick); reference / tiled use fewer
+  int threads = 0;     // 0: every hardware thread
+  std::function<void(const std::string&)> progress;  // one line per finished row (optional)
+};
+
+struct BenchReport {
+  Ceilings ceilings;
+  std::vector<BenchRow> rows;
+  std::vector<std::string> notes;  // rows skipped and why, the SIMD target, ...
+};
+
+BenchReport run_bench(const BenchOptions& options);
+
+// The contract of `rpa bench --json`: {"ceilings": {...}, "rows": [...]}.
+std::string bench_json(const BenchReport& report);
+// A human-readable table of the same.
+std::string bench_table(const BenchReport& report);
+
+}  // namespace rpa
