@@ -42,8 +42,18 @@ bool certain_rounding(DType d, const DoubleSum& s, double& out) {
     out = round_double_to(d, s.sum);
     return true;
   }
+  if (s.exact) {
+    out = round_double_to(d, s.sum);
+    return true;
+  }
   const double err = double(s.n) * 0x1p-52 * s.magnitude;
   const double widened = err * (1 + 0x1p-50) + std::fabs(s.sum) * 0x1p-52 + 0x1p-1074;
+  if (d == DType::kFloat32) {  // the hardware conversion rounds correctly
+    const float lo = static_cast<float>(s.sum - widened), hi = static_cast<float>(s.sum + widened);
+    if (lo != hi) return false;
+    out = lo;
+    return true;
+  }
   const double lo = round_double_to(d, s.sum - widened), hi = round_double_to(d, s.sum + widened);
   if (lo == hi || (std::isnan(lo) && std::isnan(hi))) {
     out = lo;

@@ -22,12 +22,29 @@ float tanh_f32_correct(float x);
 struct DoubleSum {
   double sum = 0, magnitude = 0;
   int64_t n = 0;
+  // False once some addition rounded (Knuth's TwoSum error term nonzero);
+  // while true, `sum` is the exact sum.
+  bool exact = true;
   void add(double t) {
-    sum += t;
+    const double s = sum + t, bp = s - sum, err = (sum - (s - bp)) + (t - bp);
+    exact = exact && err == 0;
+    sum = s;
     magnitude += std::fabs(t);
     ++n;
   }
 };
+
+// The same bound holds for any order of summation (Higham (4.3): a
+// summation tree of height h has gamma_h <= gamma_{n-1}), so callers may
+// keep several partial sums and add them up at the end.
+inline DoubleSum merge(const DoubleSum& a, const DoubleSum& b) {
+  DoubleSum r = a;
+  r.add(b.sum);
+  r.magnitude = a.magnitude + b.magnitude;
+  r.n = a.n + b.n;
+  r.exact = r.exact && b.exact;
+  return r;
+}
 
 // Sets `out` to the exact sum rounded once to d and returns true when the
 // double sum's error bound proves the rounding; false when the exact sum
@@ -44,7 +61,8 @@ struct DoubleSum {
 // multiples of 2^-298 never lose bits to underflow, keeping the model valid.
 // The interval ends are widened by 2^-52 |fl(s)| + 2^-50 err so that their own
 // rounding cannot move them inward. NaN and infinite sums are IEEE's and are
-// returned as they are.
+// returned as they are. A sum whose every addition was exact (TwoSum, see
+// DoubleSum::exact) is rounded directly.
 bool certain_rounding(DType d, const DoubleSum& s, double& out);
 
 }  // namespace rpa

@@ -28,14 +28,40 @@ float tanh_f32(float x, bool no_filters) {
   return static_cast<float>(round_real_to(DType::kFloat32, boost::multiprecision::tanh(Real(x))));
 }
 
-// sum_i a[i] * b[i * stride] (exact products of dtype values) rounded once to d.
-double rounded_dot(DType d, const double* a, const double* b, int64_t n, int64_t stride, bool no_filters,
-                   ExactSum& scratch) {
-  if (!no_filters) {
-    DoubleSum s;
-    for (int64_t i = 0; i < n; ++i) s.add(a[i] * b[i * stride]);
+// The double sum and magnitude of sum_i a[i] * b[i] (products of dtype
+// values, exact in double), in four partial sums (any order keeps
+// certain_rounding's bound).
+// Eight TwoSum chains in plain arrays, so that the compiler can vectorise.
+DoubleSum double_dot(const double* a, const double* b, int64_t n) {
+  constexpr int W = 8;
+  double sum[W] = {}, mag[W] = {}, err[W] = {};
+  int64_t i = 0;
+  for (; i + W <= n; i += W)
+    for (int k = 0; k < W; ++k) {
+      const double t = a[i + k] * b[i + k];
+      const double s = sum[k] + t, bp = s - sum[k];
+      err[k] += std::fabs((sum[k] - (s - bp)) + (t - bp));
+      sum[k] = s;
+      mag[k] += std::fabs(t);
+    }
+  DoubleSum r;
+  for (int k = 0; k < W; ++k) {
+    DoubleSum part;
+    part.sum = sum[k], part.magnitude = mag[k], part.exact = err[k] == 0, part.n = n / W;
+    r = merge(r, part);
+  }
+  for (; i < n; ++i) r.add(a[i] * b[i]);
+  r.n = n;
+  return r;
+}
+
+// sum_i a[i] * b[i * stride] rounded once to d, exactly; `filter` is its
+// double sum when the caller has one (n == 0: none).
+double exact_dot(DType d, const double* a, const double* b, int64_t n, int64_t stride, const DoubleSum& filter,
+                 bool no_filters, ExactSum& scratch) {
+  if (!no_filters && filter.n == n) {
     double out;
-    if (certain_rounding(d, s, out)) return out;
+    if (certain_rounding(d, filter, out)) return out;
   }
   scratch.clear();
   for (int64_t i = 0; i < n; ++i) scratch.add_product(a[i], b[i * stride]);
@@ -68,14 +94,13 @@ struct Outputs {
 };
 
 void write_v_abs_max(const ReferencePlan& p, const SeqPlan& s, const Block& b, int64_t r, double* dst) {
+  std::vector<char> attended(static_cast<size_t>(b.C));
   bool any = false;
-  for (int64_t c = 0; c < b.C; ++c) any = any || !is_masked(p, s, r, c);
-  for (int64_t d = 0; d < b.D; ++d) {
-    double m = 0;
-    for (int64_t c = 0; c < b.C; ++c)
-      if (!any || !is_masked(p, s, r, c)) m = std::max(m, std::fabs(b.v[c * b.D + d]));
-    dst[d] = m;
-  }
+  for (int64_t c = 0; c < b.C; ++c) any = (attended[c] = !is_masked(p, s, r, c)) || any;
+  std::fill(dst, dst + b.D, 0.0);
+  for (int64_t c = 0; c < b.C; ++c)
+    if (!any || attended[c])
+      for (int64_t d = 0; d < b.D; ++d) dst[d] = std::max(dst[d], std::fabs(b.v[c * b.D + d]));
 }
 
 // Rounded mode for one (sequence, KV head).
@@ -87,8 +112,11 @@ void attend_rounded(const ReferencePlan& p, const SeqPlan& s, int64_t g, const f
   const ReferenceDtypes& t = p.dtypes;
   const bool nf = opt.no_filters;
   ExactSum scratch;
-  std::vector<double> qv(static_cast<size_t>(D)), probs(static_cast<size_t>(C)), alt(static_cast<size_t>(C));
+  std::vector<double> qv(static_cast<size_t>(D)), probs(static_cast<size_t>(C)), e(static_cast<size_t>(C));
+  const std::vector<double> ones(static_cast<size_t>(C), 1.0);
   std::vector<float> score(static_cast<size_t>(C));
+  std::vector<double> pv_sum(static_cast<size_t>(D)), pv_mag(static_cast<size_t>(D)), pv_err(static_cast<size_t>(D));
+  std::vector<std::pair<int64_t, double>> near;  // keys whose cast may flip, and by how much
   for (int64_t j = 0; j < p.q_per_kv; ++j) {
     const int64_t h = g * p.q_per_kv + j;
     for (int64_t r = 0; r < s.q_rows; ++r) {
@@ -99,7 +127,9 @@ void attend_rounded(const ReferencePlan& p, const SeqPlan& s, int64_t g, const f
       float m = -std::numeric_limits<float>::infinity();
       bool any_nan = false;
       for (int64_t c = 0; c < C; ++c) {
-        float x = static_cast<float>(rounded_dot(DType::kFloat32, qv.data(), &b.k[c * D], D, 1, nf, scratch));
+        const double* kc = &b.k[c * D];
+        float x = static_cast<float>(exact_dot(DType::kFloat32, qv.data(), kc, D, 1,
+                                               nf ? DoubleSum{} : double_dot(qv.data(), kc, D), nf, scratch));
         x = x * o.sm_scale;
         if (o.has_soft_cap) x = o.soft_cap * tanh_f32(x / o.soft_cap, nf);
         x = x + (is_masked(p, s, r, c) ? o.mask_value : 0.0f);
@@ -110,24 +140,41 @@ void attend_rounded(const ReferencePlan& p, const SeqPlan& s, int64_t g, const f
       if (any_nan) m = std::numeric_limits<float>::quiet_NaN();
       // Softmax (functions.py:621-624): exp of the float32 difference, the
       // exact sum rounded to float32, a float32 division, the cast to V.
-      std::vector<double> e(static_cast<size_t>(C));
       for (int64_t c = 0; c < C; ++c) e[c] = exp_f32(score[c] - m, nf);
-      const std::vector<double> ones(static_cast<size_t>(C), 1.0);
-      const float total = static_cast<float>(rounded_dot(DType::kFloat32, e.data(), ones.data(), C, 1, nf, scratch));
+      const float total = static_cast<float>(exact_dot(
+          DType::kFloat32, e.data(), ones.data(), C, 1, nf ? DoubleSum{} : double_dot(e.data(), ones.data(), C), nf,
+          scratch));
+      near.clear();
       for (int64_t c = 0; c < C; ++c) {
         const float pf = static_cast<float>(e[c]) / total;
         probs[c] = convert_value(DType::kFloat32, t.probs, pf);
-        alt[c] = 0;
         if (opt.widen_window_ulps > 0 && std::isfinite(pf)) {
           const double w = opt.widen_window_ulps * ulp_at(DType::kFloat32, pf);
+          double alt = 0;
           for (double edge : {double(pf) - w, double(pf) + w}) {
             const double other = convert_value(DType::kFloat32, t.probs, static_cast<float>(edge));
-            if (std::isfinite(other)) alt[c] = std::max(alt[c], std::fabs(other - probs[c]));
+            if (std::isfinite(other)) alt = std::max(alt, std::fabs(other - probs[c]));
           }
+          if (alt != 0) near.emplace_back(c, alt);
         }
       }
       // out = einsum(attn, v) rounded once to its result dtype (:145), then
-      // .astype(queries.dtype).
+      // .astype(queries.dtype). Double sums per output dim, keys outermost.
+      std::fill(pv_sum.begin(), pv_sum.end(), 0.0);
+      std::fill(pv_mag.begin(), pv_mag.end(), 0.0);
+      std::fill(pv_err.begin(), pv_err.end(), 0.0);
+      if (!nf && !t.pv_integer)
+        for (int64_t c = 0; c < C; ++c) {
+          const double pc = probs[c];
+          const double* vc = &b.v[c * D];
+          for (int64_t d = 0; d < D; ++d) {  // DoubleSum::add, in arrays
+            const double term = pc * vc[d];
+            const double sum = pv_sum[d] + term, bp = sum - pv_sum[d];
+            pv_err[d] += std::fabs((pv_sum[d] - (sum - bp)) + (term - bp));
+            pv_sum[d] = sum;
+            pv_mag[d] += std::fabs(term);
+          }
+        }
       for (int64_t d = 0; d < D; ++d) {
         double x;
         if (t.pv_integer) {
@@ -135,12 +182,13 @@ void attend_rounded(const ReferencePlan& p, const SeqPlan& s, int64_t g, const f
           for (int64_t c = 0; c < C; ++c) sum += probs[c] * b.v[c * D + d];
           x = static_cast<double>(wrap_signed(static_cast<int64_t>(sum), dtype_bits(t.pv)));
         } else {
-          x = rounded_dot(t.pv, probs.data(), &b.v[d], C, D, nf, scratch);
+          DoubleSum filter;
+          filter.sum = pv_sum[d], filter.magnitude = pv_mag[d], filter.exact = pv_err[d] == 0, filter.n = C;
+          x = exact_dot(t.pv, probs.data(), &b.v[d], C, D, filter, nf, scratch);
         }
         out.values[base + d] = convert_value(t.pv, t.out, static_cast<float>(x));
         double widen = 0;
-        for (int64_t c = 0; c < C; ++c)
-          if (alt[c] != 0) widen += alt[c] * std::fabs(b.v[c * D + d]);
+        for (const auto& [c, alt] : near) widen += alt * std::fabs(b.v[c * D + d]);
         out.widen[base + d] = widen;
       }
       write_v_abs_max(p, s, b, r, out.v_abs_max + base);

@@ -122,11 +122,18 @@ TEST(CorrectMath, ExpAndTanhAreCorrectlyRounded) {
 TEST(CorrectMath, FilterDefersOnlyNearBoundaries) {
   DoubleSum s;
   s.add(1.0);
-  s.add(std::ldexp(1.0, -8));  // exactly the bf16 tie 1 + 2^-8
+  s.add(std::ldexp(1.0, -8));  // exactly the bf16 tie 1 + 2^-8, held exactly
   double out = 0;
+  EXPECT_TRUE(s.exact);
+  EXPECT_TRUE(certain_rounding(DType::kBFloat16, s, out));
+  EXPECT_EQ(out, 1.0);  // the tie rounds to even
   EXPECT_TRUE(certain_rounding(DType::kFloat32, s, out));
   EXPECT_EQ(out, 1.00390625);
-  EXPECT_FALSE(certain_rounding(DType::kBFloat16, s, out));  // a tie: exact arithmetic decides
+  s.add(std::ldexp(1.0, -60));  // lost in double: the exact sum is just above the tie
+  EXPECT_FALSE(s.exact);
+  EXPECT_FALSE(certain_rounding(DType::kBFloat16, s, out));  // exact arithmetic must decide
+  EXPECT_TRUE(certain_rounding(DType::kFloat32, s, out));     // far from any float32 boundary
+  EXPECT_EQ(out, 1.00390625);
 }
 
 // --- The truth ---------------------------------------------------------------

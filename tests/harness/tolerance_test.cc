@@ -1,0 +1,119 @@
+// Tests of the tolerance model: ulp measurement, NaN/Inf positions, summaries, and both bounds' arithmetic.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "harness/tolerance.h"
+
+namespace rpa {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+TEST(Tolerance, UlpsAreTheJudgesSpacingAtTheTruth) {
+  EXPECT_EQ(error_ulps(DType::kBFloat16, 1.0078125, 1.0), 1.0);  // bf16 spacing in [1, 2) is 2^-7
+  EXPECT_EQ(error_ulps(DType::kBFloat16, 0.99609375, 1.0), 0.5);
+  EXPECT_EQ(error_ulps(DType::kFloat32, 1.0 + std::ldexp(1.0, -22), 1.0), 2.0);
+  EXPECT_EQ(error_ulps(DType::kFloat8E4M3FN, 288.0, 256.0), 1.0);  // e4m3fn spacing in [256, 448] is 32
+  EXPECT_EQ(error_ulps(DType::kInt8, 3.0, 5.0), 2.0);
+  // Zero and subnormals use the smallest spacing.
+  EXPECT_EQ(error_ulps(DType::kFloat16, std::ldexp(1.0, -24), 0.0), 1.0);
+}
+
+TEST(Tolerance, JudgingDtypeIsTheCoarser) {
+  EXPECT_EQ(judging_dtype(DType::kFloat32, DType::kBFloat16, false), DType::kBFloat16);
+  EXPECT_EQ(judging_dtype(DType::kFloat32, DType::kBFloat16, true), DType::kFloat32);  // V dequantised to q
+  EXPECT_EQ(judging_dtype(DType::kBFloat16, DType::kFloat32, false), DType::kBFloat16);
+  EXPECT_EQ(judging_dtype(DType::kBFloat16, DType::kFloat8E4M3FN, false), DType::kFloat8E4M3FN);
+  EXPECT_EQ(judging_dtype(DType::kFloat16, DType::kInt8, false), DType::kInt8);
+  EXPECT_EQ(path_unit_roundoff(DType::kFloat32, DType::kFloat32, false, false), std::ldexp(1.0, -24));
+  EXPECT_EQ(path_unit_roundoff(DType::kFloat32, DType::kFloat8E5M2, true, false), std::ldexp(1.0, -3));
+  EXPECT_EQ(path_unit_roundoff(DType::kBFloat16, DType::kInt4, true, true), std::ldexp(1.0, -8));
+  EXPECT_EQ(path_unit_roundoff(DType::kBFloat16, DType::kInt4, false, false), 0.5);
+}
+
+TEST(Tolerance, NanAndInfMustAgreeInPosition) {
+  const std::vector<double> truth{1.0, kNaN, kInf, -kInf, 2.0};
+  std::vector<double> same = truth;
+  EXPECT_TRUE(summarize_errors(same, truth, DType::kFloat32, {}).pass);
+  std::vector<double> nan_moved{kNaN, 1.0, kInf, -kInf, 2.0};
+  const ErrorSummary a = summarize_errors(nan_moved, truth, DType::kFloat32, {});
+  EXPECT_FALSE(a.pass);
+  EXPECT_EQ(a.nan_mismatches, 2);
+  EXPECT_EQ(a.first_mismatch, 0);
+  std::vector<double> inf_sign{1.0, kNaN, -kInf, -kInf, 2.0};
+  const ErrorSummary b = summarize_errors(inf_sign, truth, DType::kFloat32, {});
+  EXPECT_EQ(b.inf_mismatches, 1);
+  EXPECT_FALSE(b.pass);
+}
+
+TEST(Tolerance, SummaryHasMaxP99AndMean) {
+  // 100 elements: errors of 0 ulps except element 7 (3 ulps) and 42 (1 ulp).
+  std::vector<double> truth(100, 1.0), actual(100, 1.0);
+  actual[7] = 1.0 + 3 * std::ldexp(1.0, -7);
+  actual[42] = 1.0 + std::ldexp(1.0, -7);
+  const ErrorSummary s = summarize_errors(actual, truth, DType::kBFloat16, {});
+  EXPECT_EQ(s.max_ulps, 3.0);
+  EXPECT_EQ(s.worst, 7);
+  EXPECT_EQ(s.p99_ulps, 1.0);  // the 99th of 100 sorted errors (index 98)
+  EXPECT_DOUBLE_EQ(s.mean_ulps, 0.04);
+  EXPECT_TRUE(s.pass);
+}
+
+TEST(Tolerance, ReferenceBoundIsOneUlpOrTheFloat32Floor) {
+  const std::vector<double> truth{1.0, -3.0, 0.5};
+  const std::vector<double> widen{0.0, 0.25, 0.0};
+  const auto b16 = reference_bound(DType::kBFloat16, truth, widen);
+  EXPECT_EQ(b16[0], std::ldexp(1.0, -7));
+  EXPECT_EQ(b16[1], 2 * std::ldexp(1.0, -6) + 0.25);  // widened: the shift plus two ulps
+  EXPECT_EQ(b16[2], std::ldexp(1.0, -8));
+  const auto b32 = reference_bound(DType::kFloat32, truth, {});
+  EXPECT_DOUBLE_EQ(b32[0], 1e-5 * 4);  // 1e-5 * (1 + max |truth|)
+  // One bf16 ulp passes; two fail.
+  std::vector<double> actual{1.0078125, -3.0, 0.5};
+  EXPECT_TRUE(summarize_errors(actual, truth, DType::kBFloat16, reference_bound(DType::kBFloat16, truth, {})).pass);
+  actual[0] = 1.015625;
+  const ErrorSummary s = summarize_errors(actual, truth, DType::kBFloat16, reference_bound(DType::kBFloat16, truth, {}));
+  EXPECT_FALSE(s.pass);
+  EXPECT_EQ(s.over_bound, 1);
+  EXPECT_EQ(s.max_bound_ratio, 2.0);
+}
+
+TEST(Tolerance, KernelBoundScalesWithAttendedV) {
+  const std::vector<double> truth{0.5, 0.0};
+  const std::vector<double> vmax{4.0, 100.0};
+  const double u = std::ldexp(1.0, -8);
+  const auto b = kernel_bound(u, truth, vmax);
+  const double floor32 = 1e-5 * 1.5;
+  EXPECT_DOUBLE_EQ(b[0], 2 * u * 4.5 + floor32);
+  EXPECT_DOUBLE_EQ(b[1], 2 * u * 100 + floor32);
+}
+
+TEST(Tolerance, FarWorseThanTheReference) {
+  ErrorSummary ref, impl;
+  ref.max_ulps = 1;
+  impl.max_ulps = 15;
+  EXPECT_FALSE(far_worse_than_reference(impl, ref));
+  impl.max_ulps = 17;
+  EXPECT_TRUE(far_worse_than_reference(impl, ref));
+  ref.max_ulps = 0;
+  impl.max_ulps = 2;
+  EXPECT_FALSE(far_worse_than_reference(impl, ref));  // the floor
+  impl.max_ulps = 0;
+  impl.nan_mismatches = 1;
+  EXPECT_TRUE(far_worse_than_reference(impl, ref));
+}
+
+TEST(Tolerance, SummaryJsonIsOneObject) {
+  const std::vector<double> truth{1.0};
+  const std::string j = summary_json(summarize_errors(truth, truth, DType::kFloat16, {}), DType::kFloat16);
+  EXPECT_EQ(j.front(), '{');
+  EXPECT_EQ(j.back(), '}');
+  EXPECT_NE(j.find("\"dtype\": \"float16\""), std::string::npos);
+  EXPECT_NE(j.find("\"pass\": true"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rpa
