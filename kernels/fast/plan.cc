@@ -160,16 +160,27 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
       finite = finite && kv.nonfinite[slot] == 0;
       kmax = std::max(kmax, double(kv.k_absmax[slot]));
     }
-    double q1max = 0;
-    for (int64_t t = 0; t < s.num_tokens && finite; ++t) {
-      const float* row = p.q + (s.q_row0 + t) * Hq * D;
-      for (int64_t h = 0; h < Hq; ++h) {
+    // max ||q_row||_1 <= head_dim * max |q|: the cheap bound first (one
+    // vectorisable pass), the exact norms only when that bound fails.
+    float qmax = 0;
+    bool q_finite = true;
+    const float* q_seq = p.q + s.q_row0 * Hq * D;
+    const int64_t q_elems = s.num_tokens * Hq * D;
+    for (int64_t e = 0; e < q_elems; ++e) {
+      const float a = std::fabs(q_seq[e]);
+      q_finite = q_finite && a <= std::numeric_limits<float>::max();
+      qmax = a > qmax ? a : qmax;
+    }
+    finite = finite && q_finite;
+    double q1max = double(qmax) * double(D);
+    if (finite && !masked_negligible(c, q1max, kmax)) {
+      q1max = 0;
+      for (int64_t r = 0; r < s.num_tokens * Hq; ++r) {
         double a = 0;
-        for (int64_t d = 0; d < D; ++d) a += std::fabs(double(row[h * D + d]));
+        for (int64_t d = 0; d < D; ++d) a += std::fabs(double(q_seq[r * D + d]));
         q1max = std::max(q1max, a);
       }
     }
-    finite = finite && std::isfinite(q1max);
     // Tiles find their keys from their first and last rows, which needs the
     // ranges to move monotonically: no int32 wraparound in q_span (or in
     // q_span - sliding_window) over the sequence.

@@ -523,6 +523,27 @@ TEST(FastEdges, LongSequencesEveryTileShapeAndThreadCount) {
     }
 }
 
+// Decode rows over long sequences: group items split into key chunks and
+// merged, with and without a window and soft cap, for float and 8-bit KV.
+TEST(FastEdges, SplitDecodeSequencesMergeToTheExactMath) {
+  for (DType kv : {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN}) {
+    for (int64_t q_len : {1, 2}) {
+      TestCase c = one_sequence(q_len, 2100, 128, 4);
+      c.kv_dtype = kv;
+      for (float& x : c.kv) x = std::isnan(x) ? x : round_to(kv, x);
+      c.sm_scale = 0.3f;
+      expect_within_bound(c, run_fast(c));
+      c.has_window = true;
+      c.window = 900;
+      c.has_cap = true;
+      c.cap = 3.0f;
+      c.has_v_scale = true;
+      c.v_scale = 0.5f;
+      expect_within_bound(c, run_fast(c));
+    }
+  }
+}
+
 // bfloat16 q and KV with head_dim 128: the VDPBF16PS tile where the CPU has it.
 TEST(FastEdges, Bfloat16TilesOfEveryRowCount) {
   for (int64_t q_len : {3, 5, 16, 70}) {
