@@ -19,6 +19,7 @@ ImplOutput run_tiled(const Case& c, const ImplOptions& options) {
   rpa_problem& p = buffers.problem;
   p.num_kv_pages_per_block = k.blocks.num_kv_pages_per_blk;
   p.num_queries_per_block = k.blocks.num_q_per_blk;
+  p.num_threads = options.threads;
 
   tiled::TiledConfig cfg;
   cfg.num_q_heads_per_blk = k.heads.num_q_heads_per_blk;

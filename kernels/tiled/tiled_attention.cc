@@ -5,12 +5,14 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "kernels/tiled/tiled_codec.h"
 #include "kernels/tiled/tiled_dma.h"
 #include "kernels/tiled/tiled_flash.h"
 #include "kernels/tiled/tiled_geometry.h"
+#include "kernels/tiled/tiled_pool.h"
 #include "kernels/tiled/tiled_prefetch.h"
 #include "kernels/tiled/tiled_scalars.h"
 #include "kernels/tiled/tiled_unpack.h"
@@ -85,10 +87,16 @@ class Emulation {
   FlashOptions fo_;
   // Scratch (kernel.py:837-863), NaN where VMEM is uninitialised.
   std::vector<float> acc_, l_, m_, qfold_;
-  std::vector<std::vector<float>> k_, v_;
-  std::vector<float*> kp_, vp_;
+  // Per-worker buffers for the strided loads and the flash step.
+  struct WorkerScratch {
+    std::vector<std::vector<float>> k, v;
+    std::vector<float*> kp, vp;
+    FlashWork work;
+  };
+  std::unique_ptr<WorkerPool> pool_;
+  std::vector<WorkerScratch> scratch_;
+  std::vector<FlashStats> chunk_stats_;
   std::vector<char> stored_;
-  FlashWork work_;
   FlashStats stats_;
   int64_t padding_seq_ = -1, padding_row_ = -1;
 };
@@ -108,9 +116,20 @@ void Emulation::setup_compute() {
   m_.assign(l_.size(), nan);
   qfold_.assign(size_t(g_.num_kv_heads_per_blk * rows * g_.head_dim), 0.0f);
   const int64_t step = kv_load_step(g_);
-  k_.assign(size_t(step), std::vector<float>(size_t(g_.num_kv_per_blk * g_.head_dim)));
-  v_ = k_;
-  for (int64_t j = 0; j < step; ++j) kp_.push_back(k_[size_t(j)].data()), vp_.push_back(v_[size_t(j)].data());
+  const int64_t chunks = (g_.num_kv_heads_per_blk + step - 1) / step;
+  // The KV heads of a step touch disjoint slices of l / m / acc, so chunks
+  // run side by side; each chunk's arithmetic is the same on any thread, so
+  // the result does not depend on the thread count.
+  int64_t threads = p_.num_threads > 0 ? p_.num_threads : int64_t(std::thread::hardware_concurrency());
+  threads = std::clamp<int64_t>(threads, 1, chunks);
+  pool_ = std::make_unique<WorkerPool>(int(threads));
+  scratch_.resize(size_t(pool_->size()));
+  for (auto& sc : scratch_) {
+    sc.k.assign(size_t(step), std::vector<float>(size_t(g_.num_kv_per_blk * g_.head_dim)));
+    sc.v = sc.k;
+    for (int64_t j = 0; j < step; ++j) sc.kp.push_back(sc.k[size_t(j)].data()), sc.vp.push_back(sc.v[size_t(j)].data());
+  }
+  chunk_stats_.resize(size_t(chunks));
   stored_.assign(size_t(g_.rows_alloc), 0);
 }
 
@@ -146,11 +165,15 @@ void Emulation::compute_kv_block(const VmemKvBuffer& buf, const FlashScalars& fs
   const int64_t step = kv_load_step(g_), group = g_.num_q_heads_per_kv_head, d = g_.head_dim;
   const int64_t rows = g_.rows_alloc * group;
   const size_t n = size_t(g_.num_kv_per_blk * d);
-  for (int64_t chunk = 0; chunk < g_.num_kv_heads_per_blk; chunk += step) {
-    strided_load_kv(buf.words.data(), g_, codec_, chunk * 2, g_.num_combined_kv_heads_per_blk, kp_.data(), vp_.data());
+  const auto chunk_job = [&](int64_t ci, int worker) {
+    WorkerScratch& sc = scratch_[size_t(worker)];
+    FlashStats& st = chunk_stats_[size_t(ci)];
+    st = FlashStats{};
+    const int64_t chunk = ci * step;
+    strided_load_kv(buf.words.data(), g_, codec_, chunk * 2, g_.num_combined_kv_heads_per_blk, sc.kp.data(), sc.vp.data());
     for (int64_t j = 0; j < step; ++j) {
-      float* k = kp_[size_t(j)];
-      float* v = vp_[size_t(j)];
+      float* k = sc.kp[size_t(j)];
+      float* v = sc.vp[size_t(j)];
       // k.astype(float32) * k_scale, then astype(q dtype) (kernel.py:630-637).
       if (p_.has_k_scale)
         for (size_t i = 0; i < n; ++i) k[i] = round_to(g_.q_dtype, k[i] * p_.k_scale);
@@ -166,15 +189,31 @@ void Emulation::compute_kv_block(const VmemKvBuffer& buf, const FlashScalars& fs
       r.m = m_.data() + kv_head * rows * kLmLanes;
       r.acc = acc_.data() + q_head * d;
       r.acc_row_stride = g_.num_q_heads_per_blk * d;
-      const int64_t before = stats_.padding_weighted_rows;
-      flash_attention(g_, fo_, fs, r, work_, stats_);
-      if (before == 0 && stats_.padding_weighted_rows > 0) {
-        padding_seq_ = seq;
-        padding_row_ = fs.q_len_start + stats_.first_padding_row;
-      }
+      FlashStats one;
+      flash_attention(g_, fo_, fs, r, sc.work, one);
+      st.multiply_adds += one.multiply_adds;
+      if (st.padding_weighted_rows == 0) st.first_padding_row = one.first_padding_row;
+      st.padding_weighted_rows += one.padding_weighted_rows;
     }
-  }
+  };
+  const int64_t chunks = int64_t(chunk_stats_.size());
   const StoreRange st = store_range(g_, fs);
+  const int64_t stored_rows = std::min<int64_t>(st.end, g_.rows_alloc) - std::max<int64_t>(st.start, 0);
+  // Hand out chunks only when a step has enough work to pay for the wake-up.
+  const double work = double(std::max<int64_t>(stored_rows, 0)) * double(group) * double(g_.num_kv_per_blk) * double(d);
+  if (work * double(chunks) >= 65536.0) {
+    pool_->parallel_for(chunks, chunk_job);
+  } else {
+    for (int64_t ci = 0; ci < chunks; ++ci) chunk_job(ci, 0);
+  }
+  for (const FlashStats& c : chunk_stats_) {  // merged in head order: deterministic
+    stats_.multiply_adds += c.multiply_adds;
+    if (stats_.padding_weighted_rows == 0 && c.padding_weighted_rows > 0) {
+      padding_seq_ = seq;
+      padding_row_ = fs.q_len_start + c.first_padding_row;
+    }
+    stats_.padding_weighted_rows += c.padding_weighted_rows;
+  }
   for (int64_t qi = std::max<int64_t>(st.start, 0); qi < std::min<int64_t>(st.end, g_.rows_alloc); ++qi)
     stored_[size_t(qi)] = 1;
 }

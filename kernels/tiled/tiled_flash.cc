@@ -26,18 +26,21 @@ inline float nan_max(float a, float b) {
 // of at most 24 significant bits is exact in double, and the sum is carried
 // in double and rounded once to float32. The MXU accumulates in (at least)
 // f32 in an undocumented order; this takes the accurate limit of it.
-inline double dot_exact(const float* a, const float* b, int64_t n) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+// The summation order is fixed per (row, key), so results do not depend on
+// how rows or heads are blocked.
+inline double dot_exact(const double* a, const double* b, int64_t n) {
+  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    s0 += double(a[i]) * double(b[i]);
-    s1 += double(a[i + 1]) * double(b[i + 1]);
-    s2 += double(a[i + 2]) * double(b[i + 2]);
-    s3 += double(a[i + 3]) * double(b[i + 3]);
-  }
-  for (; i < n; ++i) s0 += double(a[i]) * double(b[i]);
-  return (s0 + s1) + (s2 + s3);
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) s[j] += a[i + j] * b[i + j];
+  for (; i < n; ++i) s[0] += a[i] * b[i];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
+
+// expf of anything below -200 is +0 (e^-200 is far below half the smallest
+// subnormal); skipping the call avoids libm's slow underflow path for the
+// masked scores near mask_value. NaN still goes to expf.
+inline float exp_f32(float x) { return x < -200.0f ? 0.0f : std::exp(x); }
 
 }  // namespace
 
@@ -45,6 +48,11 @@ StoreRange store_range(const Geometry& g, const FlashScalars& s) {
   return {std::max<int64_t>(s.q_start - s.q_len_start, 0), std::min<int64_t>(s.q_end - s.q_len_start, g.num_q_per_blk)};
 }
 
+// Compiled for several x86 vector widths (the lanes above are independent
+// IEEE double operations, so every clone gives the same bits).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 void flash_attention(const Geometry& g, const FlashOptions& o, const FlashScalars& s, const FlashRefs& r,
                      FlashWork& work, FlashStats& stats) {
   const int64_t n_kv = g.num_kv_per_blk, d = g.head_dim, group = g.num_q_heads_per_kv_head;
@@ -63,8 +71,15 @@ void flash_attention(const Geometry& g, const FlashOptions& o, const FlashScalar
 
   work.scores.resize(size_t(n_kv));
   work.pv.resize(size_t(d));
+  work.qd.resize(size_t(d));
+  work.kd.resize(size_t(n_kv * d));
+  work.vd.resize(size_t(n_kv * d));
   float* qk = work.scores.data();
   double* pv = work.pv.data();
+  double* qd = work.qd.data();
+  double* kd = work.kd.data();
+  double* vd = work.vd.data();
+  for (int64_t i = 0; i < n_kv * d; ++i) kd[i] = r.k[i], vd[i] = r.v[i];
   const float neg_inf = -std::numeric_limits<float>::infinity();
 
   for (int64_t qi = row_lo; qi < row_hi; ++qi) {
@@ -73,10 +88,10 @@ void flash_attention(const Geometry& g, const FlashOptions& o, const FlashScalar
     bool row_weights_padding = false;
     for (int64_t gi = 0; gi < group; ++gi) {
       const int64_t rr = qi * group + gi;
-      const float* q = r.q + rr * d;
+      for (int64_t c = 0; c < d; ++c) qd[c] = r.q[rr * d + c];
       // qk = einsum(q, k, f32) * sm_scale; soft cap; += where(mask, mask_value, 0).
       for (int64_t t = 0; t < n_kv; ++t) {
-        float x = float(dot_exact(q, r.k + t * d, d)) * o.sm_scale;
+        float x = float(dot_exact(qd, kd + t * d, d)) * o.sm_scale;
         if (o.has_soft_cap) x = o.soft_cap * std::tanh(x / o.soft_cap);
         const int64_t col_id = kv_len_start + t;
         bool masked = row_id < col_id;
@@ -89,12 +104,12 @@ void flash_attention(const Geometry& g, const FlashOptions& o, const FlashScalar
       double l_sum = 0;
       std::fill(pv, pv + d, 0.0);
       for (int64_t t = 0; t < n_kv; ++t) {
-        const float p = std::exp(qk[t] - m_curr);
+        const float p = exp_f32(qk[t] - m_curr);
         qk[t] = p;
         l_sum += double(p);
         const double pd = p;
-        const float* vr = r.v + t * d;
-        for (int64_t c = 0; c < d; ++c) pv[c] += pd * double(vr[c]);
+        const double* vr = vd + t * d;
+        for (int64_t c = 0; c < d; ++c) pv[c] += pd * vr[c];
       }
       const float l_curr = float(l_sum);
 
@@ -107,8 +122,8 @@ void flash_attention(const Geometry& g, const FlashOptions& o, const FlashScalar
       const float l_prev = first_blk ? 0.0f : l_row[0];
       const float m_next = nan_max(m_prev, m_curr);
       std::fill(m_row, m_row + kLmLanes, m_next);
-      const float alpha = std::exp(m_prev - m_next);
-      const float beta = std::exp(m_curr - m_next);
+      const float alpha = exp_f32(m_prev - m_next);
+      const float beta = exp_f32(m_curr - m_next);
       const float l_alpha = alpha * l_prev;
       const float beta_l = beta * l_curr;
       const float l_next = l_alpha + beta_l;

@@ -58,6 +58,7 @@ struct FlashStats {
 struct FlashWork {
   std::vector<float> scores;   // [num_kv_per_blk]
   std::vector<double> pv;      // [head_dim]
+  std::vector<double> qd, kd, vd;  // q row, K and V block widened once per step
 };
 
 // Rows outside the store range are computed by the TPU and thrown away by

@@ -224,6 +224,32 @@ TEST(TiledAttention, BlockSizeInvariance) {
   }
 }
 
+// The KV heads of a step may run on several threads; each head's
+// arithmetic is the same on any thread, so the output is bit-identical.
+TEST(TiledAttention, ThreadCountDoesNotChangeTheResult) {
+  Spec s;
+  s.q_dtype = DType::kBFloat16;
+  s.kv_dtype = DType::kFloat8E4M3FN;
+  s.num_kv_heads = 8;
+  s.num_q_heads = 16;
+  s.head_dim = 32;
+  s.seqs = {{20, 40}, {1, 33}, {30, 30}};
+  s.mask_value = -3.0f;  // padding weight too, merged across threads
+  Problem p = testing::make_problem(s, 31);
+  p.num_kv_pages_per_block = 4;
+  p.num_queries_per_block = 16;
+  p.num_threads = 1;
+  const auto one = testing::run(p, s.num_q_heads, 2 * s.num_kv_heads);
+  for (int32_t threads : {2, 3, 8}) {
+    p.num_threads = threads;
+    const auto many = testing::run(p, s.num_q_heads, 2 * s.num_kv_heads);
+    ASSERT_EQ(many.out.size(), one.out.size());
+    for (size_t i = 0; i < one.out.size(); ++i)
+      ASSERT_EQ(std::bit_cast<uint32_t>(many.out[i]), std::bit_cast<uint32_t>(one.out[i])) << threads << " threads, " << i;
+    EXPECT_EQ(many.diags.lines(), one.diags.lines());
+  }
+}
+
 // A finite mask_value small enough to matter: the kernel gives each zeroed
 // slot past kv_len in the last KV block the score 0 + mask_value (it is
 // causally masked, kernel.py:505-537), so those slots enter the softmax

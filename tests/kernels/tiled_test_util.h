@@ -49,6 +49,7 @@ struct Problem {
   std::vector<int32_t> kv_lens, page_indices, cu_q_lens;
   int32_t num_seqs = 0;
   int64_t num_kv_pages_per_block = 1, num_queries_per_block = 1;
+  int32_t num_threads = 0;
 
   int64_t hc() const { return 2 * spec.num_kv_heads; }
   // Combined head 2 * kvh holds K, 2 * kvh + 1 holds V (kernel.py:118-123).
@@ -89,6 +90,7 @@ struct Problem {
     p.v_scale = spec.v_scale;
     p.num_kv_pages_per_block = num_kv_pages_per_block;
     p.num_queries_per_block = num_queries_per_block;
+    p.num_threads = num_threads;
     return p;
   }
 };
