@@ -12,7 +12,7 @@ namespace rpa::fast {
 // Attention of `p` with the KV cache read from `kv` (p.kv_pages is not
 // read; kv must have p's page geometry and dtype). Writes
 // out[p.num_tokens * p.num_q_heads * p.head_dim]: rows [0, cu_q_lens[num_seqs])
-// as the reference concatenates them, every later row 0. Semantics and the
+// as the reference concatenates them; later rows are not written. Semantics and the
 // ways it differs from the float32 reference are in docs/fast_kernel.md.
 // `diagnostics` (optional) receives notes such as clamped page indices.
 struct Options {

@@ -21,6 +21,7 @@ inline constexpr int64_t kGroupHeads = 8;
 struct Scratch {
   size_t lanes = 0;   // float lanes of the SIMD target
   size_t Dp = 0;      // head_dim rounded up to a multiple of lanes
+  int64_t head_dim = -1;
   bool in_place = false;  // float32 KV read where it lies (no scale, head_dim a multiple of lanes)
   hwy::AlignedFreeUniquePtr<float[]> kbuf, vbuf;  // [kGroupHeads][kBlockKeys][Dp] converted K / V rows
   hwy::AlignedFreeUniquePtr<float[]> zero;        // [Dp] zeros (K rows past a block's end)
@@ -32,9 +33,10 @@ struct Scratch {
   hwy::AlignedFreeUniquePtr<int32_t[]> lo, hi;    // per row: attended keys [lo, hi]
   std::vector<const uint8_t*> krow, vrow;         // rows of the current block (float32 or native)
 
-  void init(size_t simd_lanes, int64_t head_dim, bool kv_in_place) {
+  void init(size_t simd_lanes, int64_t head_dim_, bool kv_in_place) {
     lanes = simd_lanes;
-    Dp = (size_t(head_dim) + lanes - 1) / lanes * lanes;
+    head_dim = head_dim_;
+    Dp = (size_t(head_dim_) + lanes - 1) / lanes * lanes;
     if (Dp == 0) Dp = lanes;
     in_place = kv_in_place;
     const size_t rows = std::max<size_t>(4 * lanes, size_t(kMaxRowsA * kGroupHeads));

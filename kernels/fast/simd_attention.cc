@@ -64,8 +64,10 @@ void RunPlan(const Plan* plan, int threads) {
   std::atomic<size_t> next{0};
   const auto& items = plan->items;
   ThreadPool::global().run(threads, [&](int) {
-    Scratch sc;
-    sc.init(N, c.head_dim, in_place);
+    // Kept per thread across calls: fresh buffers every call would page-fault.
+    thread_local Scratch sc;
+    if (sc.lanes != N || sc.head_dim != c.head_dim) sc.init(N, c.head_dim, in_place);
+    sc.in_place = in_place;
     for (size_t i = next.fetch_add(1); i < items.size(); i = next.fetch_add(1)) {
       RunItem(*plan, items[i], sc);
     }
