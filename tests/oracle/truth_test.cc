@@ -286,6 +286,32 @@ TEST(Truth, ReferenceWithinBoundOnUpstreamConfigurations) {
   }
 }
 
+TEST(Truth, ReferenceWithinBoundOnEveryDtypePair) {
+  // q float32 / bfloat16 / float16 with each of the seven KV dtypes, with and
+  // without k_scale and v_scale, with windows, soft caps and padded,
+  // poisoned sequences: what the outside check exercises.
+  const DType qs[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat16};
+  int k = 0;
+  for (DType qd : qs)
+    for (DType kvd : computable_dtypes())
+      for (int scales = 0; scales < 4; ++scales, ++k) {
+        UpstreamOptions o;
+        o.num_pages = 24;
+        o.max_num_batched_tokens = 24;
+        o.max_num_seq = 4;
+        o.seed = 500 + k;
+        if (scales & 1) o.k_scale = PyValue::floating(0.75);
+        if (scales & 2) o.v_scale = PyValue::floating(0.0625);
+        if (k % 3 == 0) o.sliding_window = PyValue::integer(3 + k % 5);
+        if (k % 4 == 1) o.soft_cap = PyValue::floating(2.5);
+        const Case c = upstream_case("pair", scaled_seq_lens(random_seq_lens(3, k), 6), 4, 2, 16, 4, qd, kvd, o);
+        const ErrorSummary s = reference_vs_truth(c);
+        EXPECT_TRUE(s.pass) << dtype_name(qd) << "/" << dtype_name(kvd) << " scales " << scales << ": "
+                            << summary_text(s, qd);
+        EXPECT_EQ(s.finite, s.elements) << dtype_name(qd) << "/" << dtype_name(kvd) << ": padding leaked";
+      }
+}
+
 TEST(Truth, KeepingProbabilitiesInFloat32FailsTheBound) {
   // The tolerance model has teeth: an implementation that skips the cast of
   // the probabilities to V's bfloat16 (here: the reference run on the same
