@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/abi_dtype.h"
@@ -162,16 +163,21 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
     }
     // max ||q_row||_1 <= head_dim * max |q|: the cheap bound first (one
     // vectorisable pass), the exact norms only when that bound fails.
-    float qmax = 0;
-    bool q_finite = true;
+    // On the bit patterns of |q| (integer max vectorises; a float max
+    // reduction does not without -ffast-math): NaN and Inf are the patterns
+    // from 0x7F800000 up.
+    uint32_t qbits = 0;
     const float* q_seq = p.q + s.q_row0 * Hq * D;
     const int64_t q_elems = s.num_tokens * Hq * D;
     for (int64_t e = 0; e < q_elems; ++e) {
-      const float a = std::fabs(q_seq[e]);
-      q_finite = q_finite && a <= std::numeric_limits<float>::max();
-      qmax = a > qmax ? a : qmax;
+      uint32_t u;
+      std::memcpy(&u, q_seq + e, 4);
+      u &= 0x7FFFFFFFu;
+      qbits = qbits < u ? u : qbits;
     }
-    finite = finite && q_finite;
+    finite = finite && qbits < 0x7F800000u;
+    float qmax;
+    std::memcpy(&qmax, &qbits, 4);
     double q1max = double(qmax) * double(D);
     if (finite && !masked_negligible(c, q1max, kmax)) {
       q1max = 0;
