@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "kernels/abi_dtype.h"
+#include "kernels/fast/simd_attention.h"
 
 namespace rpa::fast {
 namespace {
@@ -296,11 +297,10 @@ void merge_partials(const Plan& plan) {
         }
         const int64_t t = r / G, qh = (sp.kv_head + h) * G + r % G;
         float* dst = c.out + ((s.out_row0 + t) * c.num_q_heads + qh) * D;
-        for (int64_t d = 0; d < D; ++d) {
-          const float v = nan ? std::numeric_limits<float>::quiet_NaN()
-                              : s.num_keys == 0 ? 0.0f : static_cast<float>(acc[size_t(d)] / l);
-          dst[d] = round_to(c.q_dtype, v);
-        }
+        for (int64_t d = 0; d < D; ++d)
+          dst[d] = nan ? std::numeric_limits<float>::quiet_NaN()
+                       : s.num_keys == 0 ? 0.0f : static_cast<float>(acc[size_t(d)] / l);
+        round_values(c.q_dtype, dst, D, dst);
       }
     }
   }

@@ -82,7 +82,7 @@ void ConvertRowForTest(DType kv, DType q, bool scaled, float scale, const uint8_
   for (int64_t i = 0; i < n; ++i) dst[i] = buf[i];
 }
 
-void RoundForTest(DType q, const float* src, int64_t n, float* dst) {
+void RoundValues(DType q, const float* src, int64_t n, float* dst) {
   const DF df;
   const size_t N = hn::Lanes(df);
   HWY_ALIGN float tmp[hn::MaxLanes(df)];
@@ -104,7 +104,7 @@ HWY_EXPORT(NameOfTarget);
 HWY_EXPORT(GroupRowsOfTarget);
 HWY_EXPORT(RunPlan);
 HWY_EXPORT(ConvertRowForTest);
-HWY_EXPORT(RoundForTest);
+HWY_EXPORT(RoundValues);
 
 int64_t simd_lanes() { return HWY_DYNAMIC_DISPATCH(LanesOfTarget)(); }
 int64_t group_rows() { return HWY_DYNAMIC_DISPATCH(GroupRowsOfTarget)(); }
@@ -113,8 +113,8 @@ void run_plan(const Plan& plan, int threads) { HWY_DYNAMIC_DISPATCH(RunPlan)(&pl
 void convert_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, int64_t n, float* dst) {
   HWY_DYNAMIC_DISPATCH(ConvertRowForTest)(kv, q, scaled, scale, src, n, dst);
 }
-void round_for_test(DType q, const float* src, int64_t n, float* dst) {
-  HWY_DYNAMIC_DISPATCH(RoundForTest)(q, src, n, dst);
+void round_values(DType q, const float* src, int64_t n, float* dst) {
+  HWY_DYNAMIC_DISPATCH(RoundValues)(q, src, n, dst);
 }
 
 }  // namespace rpa::fast

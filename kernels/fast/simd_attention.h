@@ -20,9 +20,11 @@ int64_t group_rows();
 // Runs every work item of `plan` on `threads` threads.
 void run_plan(const Plan& plan, int threads);
 
-// Test hooks (run on the dispatched target): one K/V row converted as the
-// tiles convert it, and float32 values cast to q's dtype as outputs are.
+// float32 values cast to q's dtype as the tiles cast outputs (src may be dst).
+void round_values(DType q, const float* src, int64_t n, float* dst);
+
+// Test hook (run on the dispatched target): one K/V row converted as the
+// tiles convert it.
 void convert_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, int64_t n, float* dst);
-void round_for_test(DType q, const float* src, int64_t n, float* dst);
 
 }  // namespace rpa::fast

@@ -456,35 +456,35 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
   HWY_ALIGN int32_t pat[hn::MaxLanes(df)];
   HWY_ALIGN float tmp[hn::MaxLanes(df)];
 
-  for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += kBlockKeys) {
-    const int64_t nb = std::min<int64_t>(kBlockKeys, keys.range.hi + 1 - b0);
+  for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += kGroupBlockKeys) {
+    const int64_t nb = std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - b0);
     const int64_t nbp = (nb + int64_t(KG) - 1) / int64_t(KG) * int64_t(KG);
     // The next block's bytes, ahead of their use, in address order.
-    for (int64_t j = b0 + kBlockKeys; j < std::min(b0 + 2 * kBlockKeys, keys.range.hi + 1); ++j) {
+    for (int64_t j = b0 + kGroupBlockKeys; j < std::min(b0 + 2 * kGroupBlockKeys, keys.range.hi + 1); ++j) {
       const uint8_t* t = token_heads(j);
       for (int64_t off = 0; off < 2 * nh * row_bytes; off += 64) __builtin_prefetch(t + off, 0, 3);
     }
     for (int64_t j = 0; j < nb; ++j) {
       const uint8_t* t = token_heads(b0 + j);
       for (int64_t h = 0; h < nh; ++h) {
-        uint8_t* const kd = reinterpret_cast<uint8_t*>(sc.kbuf.get() + (h * kBlockKeys + j) * Dp);
-        uint8_t* const vd = reinterpret_cast<uint8_t*>(sc.vbuf.get() + (h * kBlockKeys + j) * Dp);
+        uint8_t* const kd = reinterpret_cast<uint8_t*>(sc.kbuf.get() + (h * kGroupBlockKeys + j) * Dp);
+        uint8_t* const vd = reinterpret_cast<uint8_t*>(sc.vbuf.get() + (h * kGroupBlockKeys + j) * Dp);
         if (native) {
-          sc.krow[h * kBlockKeys + j] = t + 2 * h * row_bytes;
-          sc.vrow[h * kBlockKeys + j] = t + (2 * h + 1) * row_bytes;
+          sc.krow[h * kGroupBlockKeys + j] = t + 2 * h * row_bytes;
+          sc.vrow[h * kGroupBlockKeys + j] = t + (2 * h + 1) * row_bytes;
         } else {
           convert(t + 2 * h * row_bytes, D, Dp, c.has_k_scale, c.k_scale, c.q_dtype, reinterpret_cast<float*>(kd));
           convert(t + (2 * h + 1) * row_bytes, D, Dp, c.has_v_scale, c.v_scale, c.q_dtype,
                   reinterpret_cast<float*>(vd));
-          sc.krow[h * kBlockKeys + j] = kd;
-          sc.vrow[h * kBlockKeys + j] = vd;
+          sc.krow[h * kGroupBlockKeys + j] = kd;
+          sc.vrow[h * kGroupBlockKeys + j] = vd;
         }
       }
     }
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
     for (int64_t h = 0; h < nh; ++h) {
-      const uint8_t* const* krow = sc.krow.data() + h * kBlockKeys;
-      const uint8_t* const* vrow = sc.vrow.data() + h * kBlockKeys;
+      const uint8_t* const* krow = sc.krow.data() + h * kGroupBlockKeys;
+      const uint8_t* const* vrow = sc.vrow.data() + h * kGroupBlockKeys;
       for (int64_t gi = 0; gi < NG; ++gi) {
         const float* q0 = qa + h * rows_stride + gi * 4 * Dp;
         for (int64_t j0 = 0; j0 < nbp; j0 += int64_t(KG)) {

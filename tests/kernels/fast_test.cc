@@ -114,7 +114,7 @@ TEST(FastConvert, OutputCastMatchesTheDtypeModel) {
   }
   for (DType q : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
     std::vector<float> got(x.size());
-    round_for_test(q, x.data(), int64_t(x.size()), got.data());
+    round_values(q, x.data(), int64_t(x.size()), got.data());
     for (size_t i = 0; i < x.size(); ++i)
       ASSERT_TRUE(same_value(got[i], round_to(q, x[i]))) << dtype_name(q) << " of " << x[i];
   }
