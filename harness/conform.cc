@@ -77,9 +77,15 @@ ConformReport run_conform(const ConformOptions& o, std::ostream& progress) {
         ++t.errors;
       }
       t.case_max_ulps.push_back(v.max_ulp);
+      t.max_bound_share = std::max(t.max_bound_share, v.bound_share);
       if (v.max_ulp > t.max_ulp || t.worst_case.empty()) t.max_ulp = std::max(t.max_ulp, v.max_ulp), t.worst_case = c.id;
       if (v.ok) {
         ++t.passed;
+      } else if (v.kernel_finding) {
+        ++t.kernel_findings;
+        const std::string path = save_reproducer(o, c, t.impl, "kernel finding: " + v.detail);
+        r.kernel_finding_cases.push_back(path);
+        progress << fmt::format("KERNEL FINDING {} {}: {} (saved {})\n", t.impl, c.id, v.detail, path);
       } else {
         ++t.failed;
         const std::string path = save_reproducer(o, c, t.impl, v.detail);
@@ -101,11 +107,15 @@ std::string format_summary(const ConformReport& r, const ConformOptions& o) {
   std::string s = fmt::format("conform: {} cases (seed {}, shard {}/{}), {:.1f}s\n", r.cases, o.seed,
                               o.shard_index, o.shard_count, r.seconds);
   if (r.truth_rejected) s += fmt::format("  {} cases rejected by validation (not run)\n", r.truth_rejected);
-  s += fmt::format("  {:<12} {:>6} {:>7} {:>7} {:>7} {:>10} {:>10}  {}\n", "impl", "run", "passed", "failed", "raised",
-                   "max ulp", "p99 ulp", "worst case");
+  s += fmt::format("  {:<12} {:>6} {:>7} {:>7} {:>7} {:>8} {:>10} {:>10}  {:<10} {}\n", "impl", "run", "passed", "failed",
+                   "raised", "kernel", "max ulp", "p99 ulp", "worst case", "of bound");
   for (const auto& t : r.tallies)
-    s += fmt::format("  {:<12} {:>6} {:>7} {:>7} {:>7} {:>10.2f} {:>10.2f}  {}\n", t.impl, t.run, t.passed, t.failed,
-                     t.errors, t.max_ulp, percentile(t.case_max_ulps, 0.99), t.worst_case);
+    s += fmt::format("  {:<12} {:>6} {:>7} {:>7} {:>7} {:>8} {:>10.2f} {:>10.2f}  {:<10} {:.3f}\n", t.impl, t.run,
+                     t.passed, t.failed, t.errors, t.kernel_findings, t.max_ulp, percentile(t.case_max_ulps, 0.99),
+                     t.worst_case, t.max_bound_share);
+  if (!r.kernel_finding_cases.empty())
+    s += fmt::format("  {} upstream-kernel findings (the Pallas schedule's own behaviour, see docs/tiled.md) saved\n",
+                     r.kernel_finding_cases.size());
   if (!r.reproducers.empty()) s += fmt::format("  {} reproducers saved under {}/\n", r.reproducers.size(), o.out_dir);
   bool ok = r.reproducers.empty();
   s += ok ? "  result: PASS\n" : "  result: FAIL\n";
@@ -115,10 +125,10 @@ std::string format_summary(const ConformReport& r, const ConformOptions& o) {
 std::string report_json(const ConformReport& r, const ConformOptions& o) {
   nlohmann::json j = {{"cases", r.cases}, {"seed", o.seed}, {"shard", {o.shard_index, o.shard_count}},
                       {"truth_rejected", r.truth_rejected}, {"seconds", r.seconds},
-                      {"reproducers", r.reproducers}};
+                      {"reproducers", r.reproducers}, {"kernel_findings", r.kernel_finding_cases}};
   for (const auto& t : r.tallies)
     j["impls"].push_back({{"impl", t.impl}, {"run", t.run}, {"passed", t.passed}, {"failed", t.failed},
-                          {"raised", t.errors}, {"max_ulp", t.max_ulp},
+                          {"raised", t.errors}, {"kernel_findings", t.kernel_findings}, {"max_ulp", t.max_ulp}, {"max_bound_share", t.max_bound_share},
                           {"p99_ulp", percentile(t.case_max_ulps, 0.99)}, {"worst_case", t.worst_case}});
   return j.dump();
 }

@@ -19,6 +19,12 @@ Truths compute_truths(const Case& c, int threads) {
   return t;
 }
 
+bool names_kernel_finding(const std::vector<std::string>& diagnostics) {
+  for (const auto& d : diagnostics)
+    if (d.starts_with("schedule.") || d.starts_with("known-divergence.")) return true;
+  return false;
+}
+
 Verdict judge(const Case& c, const std::string& impl, const ImplOutput& got, const Truths& truths,
               const ImplOutput* reference) {
   Verdict v;
@@ -41,8 +47,10 @@ Verdict judge(const Case& c, const std::string& impl, const ImplOutput& got, con
   const ErrorSummary s = summarize_errors(got.values, truth.values, judge_dtype, bound);
   v.max_ulp = s.max_ulps;
   v.p99_ulp = s.p99_ulps;
+  v.bound_share = s.max_bound_ratio;
   if (!s.pass) {
     v.ok = false;
+    v.kernel_finding = names_kernel_finding(got.diagnostics);
     v.detail = fmt::format("{} of {} elements beyond the bound, {} NaN and {} Inf position mismatches, max {:.2f} ulp "
                            "of {} (worst element {})",
                            s.over_bound, s.elements, s.nan_mismatches, s.inf_mismatches, s.max_ulps,
@@ -50,7 +58,7 @@ Verdict judge(const Case& c, const std::string& impl, const ImplOutput& got, con
     return v;
   }
   if (reference && !is_reference) {
-    const ErrorSummary ref = summarize_errors(reference->values, truth.values, judge_dtype, {});
+    const ErrorSummary ref = summarize_errors(reference->values, truth.values, judge_dtype, bound);
     if (far_worse_than_reference(s, ref)) {
       v.ok = false;
       v.detail = fmt::format("within the bound but far worse than the reference: max {:.2f} ulp vs {:.2f}",

@@ -121,6 +121,11 @@ bool far_worse_than_reference(const ErrorSummary& impl, const ErrorSummary& refe
   const int64_t impl_mismatches = impl.nan_mismatches + impl.inf_mismatches;
   const int64_t ref_mismatches = reference.nan_mismatches + reference.inf_mismatches;
   if (impl_mismatches > ref_mismatches) return true;
+  // With bounds, compare in units of each element's bound: ulps at the truth
+  // explode where an output crosses zero (cancellation in p.v), which says
+  // nothing about the implementation.
+  if (impl.max_bound_ratio > 0 || reference.max_bound_ratio > 0)
+    return impl.max_bound_ratio > std::max(kFarWorseFactor * reference.max_bound_ratio, kFarWorseFloorRatio);
   return impl.max_ulps > std::max(kFarWorseFactor * reference.max_ulps, kFarWorseFloorUlps);
 }
 

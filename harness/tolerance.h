@@ -17,6 +17,9 @@ inline constexpr double kFloat32Tolerance = 1e-5;
 // times the reference's own largest error on the same case (and this floor).
 inline constexpr double kFarWorseFactor = 16;
 inline constexpr double kFarWorseFloorUlps = 2;
+// When bounds are known the comparison is of |error| / bound instead, and an
+// implementation using under this share of its bound is never flagged.
+inline constexpr double kFarWorseFloorRatio = 0.125;
 
 // The dtype whose ulps judge an output element: the coarser (larger unit
 // roundoff) of q's dtype and V's after dequantisation (q's with v_scale,
@@ -74,7 +77,8 @@ ErrorSummary summarize_errors(std::span<const double> actual, std::span<const do
                               std::span<const double> bound);
 
 // True when `impl`'s largest error is far above the reference's own
-// (kFarWorseFactor times it, and above kFarWorseFloorUlps), or it has
+// (kFarWorseFactor times it, and above kFarWorseFloorUlps; in units of the
+// bound when the summaries have one, above kFarWorseFloorRatio), or it has
 // NaN/Inf mismatches the reference has not.
 bool far_worse_than_reference(const ErrorSummary& impl, const ErrorSummary& reference);
 

@@ -104,6 +104,15 @@ TEST(Tolerance, FarWorseThanTheReference) {
   impl.max_ulps = 0;
   impl.nan_mismatches = 1;
   EXPECT_TRUE(far_worse_than_reference(impl, ref));
+  // With bounds: a near-zero output makes ulps huge, the bound ratio not.
+  ErrorSummary ref_b, impl_b;
+  ref_b.max_ulps = 800, ref_b.max_bound_ratio = 0.01;
+  impl_b.max_ulps = 15000, impl_b.max_bound_ratio = 0.1;
+  EXPECT_FALSE(far_worse_than_reference(impl_b, ref_b));  // under the floor ratio
+  impl_b.max_bound_ratio = 0.2;
+  EXPECT_TRUE(far_worse_than_reference(impl_b, ref_b));   // 20x the reference's share
+  impl_b.max_bound_ratio = 0.15, ref_b.max_bound_ratio = 0.05;
+  EXPECT_FALSE(far_worse_than_reference(impl_b, ref_b));
 }
 
 TEST(Tolerance, SummaryJsonIsOneObject) {
