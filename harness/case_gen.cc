@@ -28,15 +28,6 @@ class Rng {
   std::mt19937_64 engine_;
 };
 
-IndexArg int32_tensor(std::vector<int64_t> shape, std::vector<int64_t> data) {
-  IndexArg a;
-  a.shape = std::move(shape);
-  a.dtype = DType::kInt32;
-  a.has_data = true;
-  a.data = std::move(data);
-  return a;
-}
-
 // Number of KV heads get_min_heads_per_blk accepts for this KV dtype
 // (2 * kv_heads / packing in {1, 2, 4, 8} or a multiple of 8).
 std::vector<int64_t> tileable_kv_heads(DType kv) {

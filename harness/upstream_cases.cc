@@ -11,15 +11,6 @@
 namespace rpa {
 namespace {
 
-IndexArg int32_tensor(std::vector<int64_t> shape, std::vector<int64_t> data) {
-  IndexArg a;
-  a.shape = std::move(shape);
-  a.dtype = DType::kInt32;
-  a.has_data = true;
-  a.data = std::move(data);
-  return a;
-}
-
 float padding_value(DType d) {
   if (dtype_info(d).kind == DTypeKind::kFloat) return std::numeric_limits<float>::quiet_NaN();
   return static_cast<float>(max_finite(d));

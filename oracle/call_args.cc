@@ -16,4 +16,14 @@ int64_t num_elements(const std::vector<int64_t>& shape) {
   return n;
 }
 
+
+IndexArg int32_tensor(std::vector<int64_t> shape, std::vector<int64_t> data) {
+  IndexArg a;
+  a.shape = std::move(shape);
+  a.dtype = DType::kInt32;
+  a.has_data = true;
+  a.data = std::move(data);
+  return a;
+}
+
 }  // namespace rpa

@@ -30,6 +30,9 @@ struct IndexArg {
 // Product of the dimensions, saturating at INT64_MAX.
 int64_t num_elements(const std::vector<int64_t>& shape);
 
+// An int32 index tensor holding `data` (row-major).
+IndexArg int32_tensor(std::vector<int64_t> shape, std::vector<int64_t> data);
+
 struct CallArgs {
   ArrayArg q, kv_pages;
   IndexArg kv_lens, page_indices, cu_q_lens, num_seqs;
