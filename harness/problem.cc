@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "kernels/abi_dtype.h"
+#include "oracle/reference_plan.h"
 
 namespace rpa {
 namespace {
@@ -92,10 +93,8 @@ void make_problem(const Case& c, ProblemBuffers& out) {
     }
   }
   if (!a.soft_cap.is_none()) p.has_soft_cap = 1, p.soft_cap = as_f32(a.soft_cap);
-  // DEFAULT_MASK_VALUE = -0.7 * float(finfo(float32).max), a Python float
-  // (kernel.py:32), rounded to float32 where it meets the scores.
-  p.mask_value = a.mask_value.is_none() ? static_cast<float>(-0.7 * double(std::numeric_limits<float>::max()))
-                                        : as_f32(a.mask_value);
+  // None means DEFAULT_MASK_VALUE (kernel.py:32, 102-103).
+  p.mask_value = a.mask_value.is_none() ? default_mask_value_f32() : as_f32(a.mask_value);
   if (!a.k_scale.is_none()) p.has_k_scale = 1, p.k_scale = as_f32(a.k_scale);
   if (!a.v_scale.is_none()) p.has_v_scale = 1, p.v_scale = as_f32(a.v_scale);
   p.num_kv_pages_per_block = block_option(c, a.num_kv_pages_per_block, "num_kv_pages_per_block");

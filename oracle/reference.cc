@@ -94,12 +94,7 @@ void attend(const ReferencePlan& p, const SeqPlan& s, int64_t g, const float* q,
 AttentionOutput ref_ragged_paged_attention(const CallArgs& a, std::span<const float> q,
                                            std::span<const float> kv_pages, int threads) {
   const ReferencePlan p = plan_reference(a);
-  if (static_cast<int64_t>(q.size()) != num_elements(a.q.shape))
-    throw std::invalid_argument("q holds " + std::to_string(q.size()) + " values, its shape " +
-                                std::to_string(num_elements(a.q.shape)));
-  if (static_cast<int64_t>(kv_pages.size()) != num_elements(a.kv_pages.shape))
-    throw std::invalid_argument("kv_pages holds " + std::to_string(kv_pages.size()) + " values, its shape " +
-                                std::to_string(num_elements(a.kv_pages.shape)));
+  check_contents(a, q, kv_pages);
   AttentionOutput out;
   out.rows = p.rows;
   out.num_q_heads = p.num_q_heads;

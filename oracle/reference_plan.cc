@@ -221,4 +221,13 @@ float dequantised_kv(const ReferencePlan& p, const SeqPlan& s, const float* kv, 
   return convert_value(DType::kFloat32, p.dtypes.q, product);
 }
 
+void check_contents(const CallArgs& a, std::span<const float> q, std::span<const float> kv_pages) {
+  if (static_cast<int64_t>(q.size()) != num_elements(a.q.shape))
+    throw std::invalid_argument("q holds " + std::to_string(q.size()) + " values, its shape " +
+                                std::to_string(num_elements(a.q.shape)));
+  if (static_cast<int64_t>(kv_pages.size()) != num_elements(a.kv_pages.shape))
+    throw std::invalid_argument("kv_pages holds " + std::to_string(kv_pages.size()) + " values, its shape " +
+                                std::to_string(num_elements(a.kv_pages.shape)));
+}
+
 }  // namespace rpa

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,10 @@ struct ReferencePlan {
 // the way (all as PyError, in source order); std::invalid_argument when an
 // index tensor lacks data or its data disagrees with its shape.
 ReferencePlan plan_reference(const CallArgs& a);
+
+// Throws std::invalid_argument unless q and kv_pages hold exactly as many
+// values as their shapes (shared by the reference and the truth).
+void check_contents(const CallArgs& a, std::span<const float> q, std::span<const float> kv_pages);
 
 // mask[r, c] of kernel.py:134-140 for query row r of the slice and key c.
 bool is_masked(const ReferencePlan& p, const SeqPlan& s, int64_t r, int64_t c);
