@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <string_view>
 
 #include "harness/data_seed.h"
 #include "harness/impls.h"
@@ -50,6 +51,17 @@ Work work_of(const SeqLens& lens, DType kv) {
     w.kv_bytes += double(kv_len) * 2 * kKvHeads * kHeadDim * fast::native_elem_bytes(kv);
   }
   return w;
+}
+
+bool wanted(const std::vector<std::string>& filter, std::string_view value) {
+  return filter.empty() || std::find(filter.begin(), filter.end(), value) != filter.end();
+}
+
+template <size_t N>
+std::vector<std::string> dtype_names(const DType (&dts)[N]) {
+  std::vector<std::string> v;
+  for (DType d : dts) v.emplace_back(dtype_name(d));
+  return v;
 }
 
 double median(std::vector<double> v) {
@@ -101,7 +113,59 @@ bool time_impl(const std::string& name, const Case& c, const ImplOptions& opt, i
   return true;
 }
 
+// The KV cache in its native storage, kept while the next case has the same KV contents.
+struct NativeCache {
+  std::vector<float> values;
+  std::unique_ptr<fast::NativeKv> kv;
+};
+
+// Times the fast kernel on the native cache, as a server calls it (one
+// warm-up call, then `repeats` timed calls).
+bool time_fast(const Case& c, int threads, int repeats, NativeCache& cache, std::vector<double>& times,
+               std::string& why) {
+  ProblemBuffers buf;
+  make_problem(c, buf);
+  rpa_problem& p = buf.problem;
+  p.num_threads = threads;
+  if (!cache.kv || cache.values != buf.kv_pages) {
+    cache.values = buf.kv_pages;
+    cache.kv = std::make_unique<fast::NativeKv>(fast::encode_kv(p));
+  }
+  std::vector<float> out(size_t(p.num_tokens * p.num_q_heads * p.head_dim));
+  rpa_status st = fast::attention(p, *cache.kv, out.data(), nullptr);
+  for (int i = 0; i < repeats && st.code == RPA_OK; ++i) {
+    flush_caches();
+    const auto t0 = Clock::now();
+    st = fast::attention(p, *cache.kv, out.data(), nullptr);
+    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  if (st.code == RPA_OK) return true;
+  why = st.message ? st.message : "";
+  return false;
+}
+
 }  // namespace
+
+const std::vector<std::string>& bench_shapes() {
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> names;
+    for (const Shape& s : kShapes) names.emplace_back(s.name);
+    return names;
+  }();
+  return v;
+}
+const std::vector<std::string>& bench_impls() {
+  static const std::vector<std::string> v{"fast", "reference", "tiled"};
+  return v;
+}
+const std::vector<std::string>& bench_q_dtypes() {
+  static const std::vector<std::string> v = dtype_names(kQDtypes);
+  return v;
+}
+const std::vector<std::string>& bench_kv_dtypes() {
+  static const std::vector<std::string> v = dtype_names(kKvDtypes);
+  return v;
+}
 
 BenchReport run_bench(const BenchOptions& o) {
   BenchReport rep;
@@ -117,47 +181,36 @@ BenchReport run_bench(const BenchOptions& o) {
 
   // KV contents depend only on the KV dtype (every shape has the same
   // kv_lens), so the native cache is encoded once per KV dtype.
-  std::map<DType, std::pair<std::vector<float>, std::unique_ptr<fast::NativeKv>>> kv_cache;
+  std::map<DType, NativeCache> kv_cache;
   for (const Shape& shape : kShapes) {
+    if (!wanted(o.shapes, shape.name)) continue;
     const SeqLens lens = upstream_seq_lens(shape.upstream);
     for (DType kv : kKvDtypes) {
+      if (!wanted(o.kv_dtypes, dtype_name(kv))) continue;
       const Work w = work_of(lens, kv);
       Case base = upstream_case(std::string("bench-") + shape.name, lens, kQHeads, kKvHeads, kHeadDim, kPageSize,
                                 kQDtypes[0], kv);
       for (DType q : kQDtypes) {
+        if (!wanted(o.q_dtypes, dtype_name(q))) continue;
         Case c = base;
         if (q != kQDtypes[0]) {  // the same case with q drawn in another dtype (upstream_case's q seed)
           c.call.q.dtype = q;
           c.q_content.values = seeded_values(q, UpstreamOptions{}.seed, num_elements(c.call.q.shape));
         }
-        // fast: the kernel on the native cache, as a server calls it.
-        ProblemBuffers buf;
-        make_problem(c, buf);
-        rpa_problem& p = buf.problem;
-        p.num_threads = threads;
-        auto& entry = kv_cache[kv];
-        if (!entry.second || entry.first != buf.kv_pages) {
-          entry.first = buf.kv_pages;
-          entry.second = std::make_unique<fast::NativeKv>(fast::encode_kv(p));
-        }
-        std::vector<float> out(size_t(p.num_tokens * p.num_q_heads * p.head_dim));
-        std::vector<double> times;
-        rpa_status st = fast::attention(p, *entry.second, out.data(), nullptr);  // warm-up
-        for (int i = 0; i < fast_repeats && st.code == RPA_OK; ++i) {
-          flush_caches();
-          const auto t0 = Clock::now();
-          st = fast::attention(p, *entry.second, out.data(), nullptr);
-          times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-        }
-        if (st.code != RPA_OK) {
-          rep.notes.push_back(std::string("fast ") + shape.name + " failed: " + (st.message ? st.message : ""));
-        } else {
-          rep.rows.push_back(make_row("fast", shape.name, q, kv, times, w, rep.ceilings));
-          if (o.progress) o.progress(bench_table({rep.ceilings, {rep.rows.back()}, {}}));
+        if (wanted(o.impls, "fast")) {
+          std::vector<double> times;
+          std::string why;
+          if (time_fast(c, threads, fast_repeats, kv_cache[kv], times, why)) {
+            rep.rows.push_back(make_row("fast", shape.name, q, kv, times, w, rep.ceilings));
+            if (o.progress) o.progress(bench_table({rep.ceilings, {rep.rows.back()}, {}}));
+          } else {
+            rep.notes.push_back(std::string("fast ") + shape.name + " failed: " + why);
+          }
         }
 
         if (o.quick && std::strcmp(shape.name, "mixed") != 0) continue;
         for (const auto& [impl, name] : {std::pair{"reference", "oracle"}, std::pair{"tiled", "tiled"}}) {
+          if (!wanted(o.impls, impl)) continue;
           std::vector<double> t;
           std::string why;
           if (time_impl(name, c, impl_opt, slow_repeats, t, why)) {

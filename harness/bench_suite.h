@@ -25,7 +25,15 @@ struct BenchOptions {
   int repeats = 0;     // timed calls per fast row (0: 10, or 5 with quick); reference / tiled use fewer
   int threads = 0;     // 0: every hardware thread
   std::function<void(const std::string&)> progress;  // one line per finished row (optional)
+  // Filters: only rows whose field is listed (empty: every value).
+  std::vector<std::string> shapes, impls, q_dtypes, kv_dtypes;
 };
+
+// The values each filter of BenchOptions takes, for the CLI's checks.
+const std::vector<std::string>& bench_shapes();
+const std::vector<std::string>& bench_impls();
+const std::vector<std::string>& bench_q_dtypes();
+const std::vector<std::string>& bench_kv_dtypes();
 
 struct BenchReport {
   Ceilings ceilings;

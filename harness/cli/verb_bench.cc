@@ -1,7 +1,8 @@
-// `rpa bench [--json] [--quick] [--repeats N] [--threads N]`: times the implementations on the upstream shapes (docs/bench.md).
+// `rpa bench [--json] [--quick] [--repeats N] [--threads N] [--shape S] [--impl I] [--q-dtype D] [--kv-dtype D]`: times the implementations on the upstream shapes (docs/bench.md).
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "harness/bench_suite.h"
 #include "harness/cli/verb.h"
@@ -14,6 +15,7 @@ struct Options {
   bool quick = false;
   int repeats = 0;
   int threads = 0;
+  std::vector<std::string> shapes, impls, q_dtypes, kv_dtypes;
 };
 
 int run(const Options& opt) {
@@ -21,6 +23,10 @@ int run(const Options& opt) {
   b.quick = opt.quick;
   b.repeats = opt.repeats;
   b.threads = opt.threads;
+  b.shapes = opt.shapes;
+  b.impls = opt.impls;
+  b.q_dtypes = opt.q_dtypes;
+  b.kv_dtypes = opt.kv_dtypes;
   if (!opt.json) {
     b.progress = [](const std::string& line) {
       std::fputs(line.c_str(), stdout);
@@ -50,6 +56,19 @@ const VerbRegistration kRegistration{
       sub.add_option("--repeats", opt->repeats, "timed calls per fast row (default 10, 5 with --quick)")
           ->check(CLI::Range(1, 1000));
       sub.add_option("--threads", opt->threads, "threads (default: every hardware thread)")->check(CLI::Range(1, 1024));
+      // Filters (repeatable or comma-separated); a row is run when it matches every given one.
+      const auto filter = [&sub](const char* flag, std::vector<std::string>& into, const std::vector<std::string>& values,
+                                 const char* what) {
+        std::string names;
+        for (const auto& v : values) names += (names.empty() ? "" : ", ") + v;
+        sub.add_option(flag, into, std::string("only these ") + what + " (" + names + ")")
+            ->delimiter(',')
+            ->check(CLI::IsMember(values));
+      };
+      filter("--shape", opt->shapes, bench_shapes(), "shapes");
+      filter("--impl", opt->impls, bench_impls(), "implementations");
+      filter("--q-dtype", opt->q_dtypes, bench_q_dtypes(), "q dtypes");
+      filter("--kv-dtype", opt->kv_dtypes, bench_kv_dtypes(), "KV dtypes");
       return [opt] { return run(*opt); };
     }};
 
