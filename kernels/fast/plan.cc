@@ -2,12 +2,14 @@
 #include "kernels/fast/plan.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "kernels/abi_dtype.h"
 #include "kernels/fast/simd_attention.h"
+#include "kernels/fast/thread_pool.h"
 
 namespace rpa::fast {
 namespace {
@@ -40,6 +42,35 @@ bool masked_negligible(const KernelCtx& c, double q1max, double kmax) {
     s = std::fabs(double(c.sm_scale)) * q1max * kmax * 1.01 + 1.0;
   }
   return std::isfinite(s) && m + 2.0 * s < -150.0;
+}
+
+// max |q| of each token's row (every head), as the bit pattern of |q|: an
+// integer max vectorises where a float max reduction does not without
+// -ffast-math, and NaN and Inf are the patterns from 0x7F800000 up. A pass
+// over all of q, so it runs on the kernel's threads.
+std::vector<uint32_t> abs_max_bits_per_token(const rpa_problem& p) {
+  const int64_t T = p.num_tokens, row = p.num_q_heads * p.head_dim;
+  std::vector<uint32_t> bits(static_cast<size_t>(std::max<int64_t>(T, 0)), 0);
+  if (T <= 0 || row <= 0) return bits;
+  const int threads = std::max(1, p.num_threads > 0 ? p.num_threads : ThreadPool::hardware_threads());
+  constexpr int64_t kChunk = 8;  // tokens per claim
+  std::atomic<int64_t> next{0};
+  ThreadPool::global().run(int(std::min<int64_t>(threads, (T + kChunk - 1) / kChunk)), [&](int) {
+    for (int64_t t0 = next.fetch_add(kChunk); t0 < T; t0 = next.fetch_add(kChunk)) {
+      for (int64_t t = t0; t < std::min(T, t0 + kChunk); ++t) {
+        const float* q = p.q + t * row;
+        uint32_t m = 0;
+        for (int64_t e = 0; e < row; ++e) {
+          uint32_t u;
+          std::memcpy(&u, q + e, 4);
+          u &= 0x7FFFFFFFu;
+          m = m < u ? u : m;
+        }
+        bits[size_t(t)] = m;
+      }
+    }
+  });
+  return bits;
 }
 
 }  // namespace
@@ -113,6 +144,7 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
     n = p.max_num_seqs;
   }
 
+  const std::vector<uint32_t> token_qbits = abs_max_bits_per_token(p);
   plan.pages.assign(static_cast<size_t>(n * pps), 0);
   int64_t clamped = 0;
   std::string first_clamp;
@@ -162,20 +194,12 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
       finite = finite && kv.nonfinite[slot] == 0;
       kmax = std::max(kmax, double(kv.k_absmax[slot]));
     }
-    // max ||q_row||_1 <= head_dim * max |q|: the cheap bound first (one
-    // vectorisable pass), the exact norms only when that bound fails.
-    // On the bit patterns of |q| (integer max vectorises; a float max
-    // reduction does not without -ffast-math): NaN and Inf are the patterns
-    // from 0x7F800000 up.
+    // max ||q_row||_1 <= head_dim * max |q|: the cheap bound first (per
+    // token, computed in parallel above), the exact norms only when that
+    // bound fails.
     uint32_t qbits = 0;
+    for (int64_t t = 0; t < s.num_tokens; ++t) qbits = std::max(qbits, token_qbits[size_t(s.q_row0 + t)]);
     const float* q_seq = p.q + s.q_row0 * Hq * D;
-    const int64_t q_elems = s.num_tokens * Hq * D;
-    for (int64_t e = 0; e < q_elems; ++e) {
-      uint32_t u;
-      std::memcpy(&u, q_seq + e, 4);
-      u &= 0x7FFFFFFFu;
-      qbits = qbits < u ? u : qbits;
-    }
     finite = finite && qbits < 0x7F800000u;
     float qmax;
     std::memcpy(&qmax, &qbits, 4);
