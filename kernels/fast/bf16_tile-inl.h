@@ -122,7 +122,7 @@ RPA_FAST_BF16_ATTR void TileBf16(const KernelCtx& c, const SeqPlan& s, int64_t g
       hi[r] = std::numeric_limits<int32_t>::max();
     }
   }
-  const TileKeys keys = KeysOfTile(c, s, row0, row1, lo, hi);
+  const TileKeys keys = KeysOfTile(c, s, row0, row1, lo, hi, tile_skip_masked(c, s, g, row0, row1));
 
   VF m[kRV], l[kRV];
   hn::Vec<DI> lo_i[kRV], hi_i[kRV];

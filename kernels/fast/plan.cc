@@ -2,14 +2,12 @@
 #include "kernels/fast/plan.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "kernels/abi_dtype.h"
 #include "kernels/fast/simd_attention.h"
-#include "kernels/fast/thread_pool.h"
 
 namespace rpa::fast {
 namespace {
@@ -21,6 +19,8 @@ int64_t slice_bound(int64_t x, int64_t n) {
   if (x < 0) return std::max<int64_t>(0, x + n);
   return std::min(x, n);
 }
+
+}  // namespace
 
 // Masked keys can be skipped when their weight, relative to the row's
 // largest unmasked one, is below e^-150 (far below float32's 2^-149): with
@@ -44,36 +44,48 @@ bool masked_negligible(const KernelCtx& c, double q1max, double kmax) {
   return std::isfinite(s) && m + 2.0 * s < -150.0;
 }
 
-// max |q| of each token's row (every head), as the bit pattern of |q|: an
-// integer max vectorises where a float max reduction does not without
-// -ffast-math, and NaN and Inf are the patterns from 0x7F800000 up. A pass
-// over all of q, so it runs on the kernel's threads.
-std::vector<uint32_t> abs_max_bits_per_token(const rpa_problem& p) {
-  const int64_t T = p.num_tokens, row = p.num_q_heads * p.head_dim;
-  std::vector<uint32_t> bits(static_cast<size_t>(std::max<int64_t>(T, 0)), 0);
-  if (T <= 0 || row <= 0) return bits;
-  const int threads = std::max(1, p.num_threads > 0 ? p.num_threads : ThreadPool::hardware_threads());
-  constexpr int64_t kChunk = 8;  // tokens per claim
-  std::atomic<int64_t> next{0};
-  ThreadPool::global().run(int(std::min<int64_t>(threads, (T + kChunk - 1) / kChunk)), [&](int) {
-    for (int64_t t0 = next.fetch_add(kChunk); t0 < T; t0 = next.fetch_add(kChunk)) {
-      for (int64_t t = t0; t < std::min(T, t0 + kChunk); ++t) {
-        const float* q = p.q + t * row;
-        uint32_t m = 0;
-        for (int64_t e = 0; e < row; ++e) {
-          uint32_t u;
-          std::memcpy(&u, q + e, 4);
-          u &= 0x7FFFFFFFu;
-          m = m < u ? u : m;
-        }
-        bits[size_t(t)] = m;
-      }
+// The q side of the skip proof over q rows (tokens [t0, t1) of `s`, q heads
+// [h0, h1)): every element finite, and masked keys negligible with
+// max ||q_row||_1 bounded first by head_dim * max |q| (one integer max per
+// element: the bits of |q|, NaN and Inf from 0x7F800000 up; it vectorises
+// where a float max does not without -ffast-math), by the exact norms only
+// when that bound fails.
+bool q_rows_allow_skip(const KernelCtx& c, const SeqPlan& s, double kmax, int64_t t0, int64_t t1, int64_t h0,
+                       int64_t h1) {
+  const int64_t D = c.head_dim, span = (h1 - h0) * D;
+  uint32_t bits = 0;
+  for (int64_t t = t0; t < t1; ++t) {
+    const float* q = c.q + ((s.q_row0 + t) * c.num_q_heads + h0) * D;
+    uint32_t m = 0;
+    for (int64_t e = 0; e < span; ++e) {
+      uint32_t u;
+      std::memcpy(&u, q + e, 4);
+      u &= 0x7FFFFFFFu;
+      m = m < u ? u : m;
     }
-  });
-  return bits;
+    bits = std::max(bits, m);
+  }
+  if (bits >= 0x7F800000u) return false;
+  float qmax;
+  std::memcpy(&qmax, &bits, 4);
+  if (masked_negligible(c, double(qmax) * double(D), kmax)) return true;
+  double q1max = 0;
+  for (int64_t t = t0; t < t1; ++t)
+    for (int64_t h = h0; h < h1; ++h) {
+      const float* q = c.q + ((s.q_row0 + t) * c.num_q_heads + h) * D;
+      double a = 0;
+      for (int64_t d = 0; d < D; ++d) a += std::fabs(double(q[d]));
+      q1max = std::max(q1max, a);
+    }
+  return masked_negligible(c, q1max, kmax);
 }
 
-}  // namespace
+bool tile_skip_masked(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_t row1) {
+  if (s.skip_masked) return true;
+  if (!s.skip_kv || row1 <= row0) return false;
+  const int64_t G = c.group;
+  return q_rows_allow_skip(c, s, s.kmax, row0 / G, (row1 - 1) / G + 1, g * G, (g + 1) * G);
+}
 
 RowRange row_range(const KernelCtx& c, const SeqPlan& s, int64_t t) {
   // q_span = (kv_len - q_len) + iota, mask = q_span < kv_span, and with a
@@ -130,7 +142,7 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
   c.v_scale = p.v_scale;
   c.out = out;
 
-  const int64_t T = p.num_tokens, Hq = p.num_q_heads, D = p.head_dim;
+  const int64_t T = p.num_tokens, Hq = p.num_q_heads;
   const int64_t P = p.total_num_pages, ps = p.page_size, pps = p.pages_per_seq;
   const int64_t kv_cap = pps * ps;  // gathered keys before the [:kv_len] cut
 
@@ -144,7 +156,6 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
     n = p.max_num_seqs;
   }
 
-  const std::vector<uint32_t> token_qbits = abs_max_bits_per_token(p);
   plan.pages.assign(static_cast<size_t>(n * pps), 0);
   int64_t clamped = 0;
   std::string first_clamp;
@@ -186,7 +197,7 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
       plan.pages[i * pps + k] = static_cast<int32_t>(idx);
     }
 
-    // Skip proof inputs: the sequence's K statistics and its q rows.
+    // Skip proof, K side: the sequence's K statistics (kept with the cache).
     bool finite = true;
     double kmax = 0;
     for (int64_t j = 0; j < s.num_keys; ++j) {
@@ -194,31 +205,20 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
       finite = finite && kv.nonfinite[slot] == 0;
       kmax = std::max(kmax, double(kv.k_absmax[slot]));
     }
-    // max ||q_row||_1 <= head_dim * max |q|: the cheap bound first (per
-    // token, computed in parallel above), the exact norms only when that
-    // bound fails.
-    uint32_t qbits = 0;
-    for (int64_t t = 0; t < s.num_tokens; ++t) qbits = std::max(qbits, token_qbits[size_t(s.q_row0 + t)]);
-    const float* q_seq = p.q + s.q_row0 * Hq * D;
-    finite = finite && qbits < 0x7F800000u;
-    float qmax;
-    std::memcpy(&qmax, &qbits, 4);
-    double q1max = double(qmax) * double(D);
-    if (finite && !masked_negligible(c, q1max, kmax)) {
-      q1max = 0;
-      for (int64_t r = 0; r < s.num_tokens * Hq; ++r) {
-        double a = 0;
-        for (int64_t d = 0; d < D; ++d) a += std::fabs(double(q_seq[r * D + d]));
-        q1max = std::max(q1max, a);
-      }
-    }
     // Tiles find their keys from their first and last rows, which needs the
     // ranges to move monotonically: no int32 wraparound in q_span (or in
     // q_span - sliding_window) over the sequence.
     const bool monotone = int64_t(s.q_span0) + s.num_tokens <= std::numeric_limits<int32_t>::max() &&
                           (!c.has_sliding_window ||
                            int64_t(s.q_span0) - c.sliding_window >= std::numeric_limits<int32_t>::min());
-    s.skip_masked = allow_skip && finite && monotone && masked_negligible(c, q1max, kmax);
+    s.skip_kv = allow_skip && finite && monotone;
+    s.kmax = kmax;
+    // The q side: here for the few rows of a group sequence (its key chunks
+    // are planned from the result); a tile proves its own rows while it has
+    // them in cache (tile_skip_masked), so q is not read twice per call.
+    const int64_t rows = s.num_tokens * c.group;
+    if (s.skip_kv && rows > 0 && rows <= shape.group_rows)
+      s.skip_masked = q_rows_allow_skip(c, s, kmax, 0, s.num_tokens, 0, Hq);
     plan.seqs.push_back(s);
   }
   if (clamped > 0)
@@ -277,8 +277,8 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
         w.kv_head = static_cast<int32_t>(g);
         w.row0 = r0;
         w.row1 = std::min(rows, r0 + shape.tile_rows);
-        RowRange kr{0, s.num_keys - 1};
-        if (s.skip_masked) kr = tile_key_range(c, s, w.row0 / G, (w.row1 - 1) / G);
+        RowRange kr{0, s.num_keys - 1};  // the estimate assumes the tile's q side proof holds
+        if (s.skip_kv) kr = tile_key_range(c, s, w.row0 / G, (w.row1 - 1) / G);
         w.cost = double(w.row1 - w.row0 + 8) * double(std::max<int64_t>(0, kr.hi - kr.lo + 1) + 8);
         plan.items.push_back(w);
       }

@@ -18,7 +18,9 @@ struct SeqPlan {
   int64_t out_row0 = 0;    // where its rows go in the concatenated output
   int64_t num_keys = 0;    // len(gathered[:kv_len]) (Python slice: negative kv_len counts from the end)
   int32_t q_span0 = 0;     // kv_len - q_len in int32 (wrapping) arithmetic, the q_span of row 0
-  bool skip_masked = false;  // a block masked for every row of a tile may be skipped (proved exact)
+  bool skip_masked = false;  // a block masked for every row of a tile may be skipped (proved exact for every row)
+  bool skip_kv = false;      // the K side of that proof holds: tiles prove their own q rows (tile_skip_masked)
+  double kmax = 0;           // max |K element| over the sequence's attended keys
   int64_t page_row = 0;      // row of the resolved page table
 };
 
@@ -102,6 +104,15 @@ RowRange row_range(const KernelCtx& c, const SeqPlan& s, int64_t t);
 // The union of row_range over tokens [t0, t1] (ranges move monotonically
 // with the token, so the union of a contiguous token range is an interval).
 RowRange tile_key_range(const KernelCtx& c, const SeqPlan& s, int64_t t0, int64_t t1);
+
+// Masked keys are negligible (weight below e^-150 of the row's largest)
+// for q rows whose L1 norms are at most q1max and keys at most kmax.
+bool masked_negligible(const KernelCtx& c, double q1max, double kmax);
+
+// Whether a tile (rows [row0, row1) of KV head g) may skip blocks masked
+// for all its rows: the sequence's proof, or its K side plus the tile's
+// own q rows.
+bool tile_skip_masked(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_t row1);
 
 // Builds the plan for the SIMD code's `shape`; `allow_skip`: false visits
 // every key of every sequence.

@@ -33,8 +33,11 @@ struct Scratch {
   hwy::AlignedFreeUniquePtr<float[]> st;          // scores / probabilities of a block
   hwy::AlignedFreeUniquePtr<float[]> o;           // accumulator [rows][Dp]
   hwy::AlignedFreeUniquePtr<float[]> alpha, lsum; // per row
-  hwy::AlignedFreeUniquePtr<float[]> m, l;        // TileGroup: per head and row
   hwy::AlignedFreeUniquePtr<int32_t[]> lo, hi;    // per row: attended keys [lo, hi]
+  // TileGroup, in its score layout (lane i: row i % 4 of a group of 4):
+  hwy::AlignedFreeUniquePtr<int32_t[]> lo_p, hi_p;  // [kMaxRowsA / 4][lanes]
+  hwy::AlignedFreeUniquePtr<float[]> m_p, l_p;      // [kGroupHeads][kMaxRowsA / 4][lanes]
+  hwy::AlignedFreeUniquePtr<int32_t[]> perms;       // lane permutations of ReduceGroups
   std::vector<const uint8_t*> krow, vrow;         // rows of the current block (float32 or native)
 
   void init(size_t simd_lanes, int64_t head_dim_, bool kv_in_place) {
@@ -53,9 +56,12 @@ struct Scratch {
     o = hwy::AllocateAligned<float>(rows * Dp);
     alpha = hwy::AllocateAligned<float>(rows);
     lsum = hwy::AllocateAligned<float>(rows);
-    m = hwy::AllocateAligned<float>(size_t(kMaxRowsA * kGroupHeads));
-    l = hwy::AllocateAligned<float>(size_t(kMaxRowsA * kGroupHeads));
     lo = hwy::AllocateAligned<int32_t>(rows);
+    lo_p = hwy::AllocateAligned<int32_t>(size_t(kMaxRowsA / 4) * lanes);
+    hi_p = hwy::AllocateAligned<int32_t>(size_t(kMaxRowsA / 4) * lanes);
+    m_p = hwy::AllocateAligned<float>(size_t(kGroupHeads * kMaxRowsA / 4) * lanes);
+    l_p = hwy::AllocateAligned<float>(size_t(kGroupHeads * kMaxRowsA / 4) * lanes);
+    perms = hwy::AllocateAligned<int32_t>(8 * lanes);
     hi = hwy::AllocateAligned<int32_t>(rows);
     krow.assign(size_t(kGroupHeads * kBlockKeys) + 16, nullptr);
     vrow.assign(size_t(kGroupHeads * kBlockKeys) + 16, nullptr);

@@ -16,7 +16,7 @@
 //  * TileA (few rows, e.g. decode: the group's q heads of one token): dot
 //    products along head_dim, 4 rows x (lanes / 4) keys per register block,
 //    reduced into one vector of scores by a ConcatEven/ConcatOdd tree.
-// Both end in PV4: O[4 rows][head_dim] += p[key][row] * V[key][:].
+// Both end in PVRows: O[rows][head_dim] += p[key][row] * V[key][:].
 #if defined(RPA_FAST_TILES_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RPA_FAST_TILES_INL_H_
 #undef RPA_FAST_TILES_INL_H_
@@ -123,14 +123,14 @@ inline void PrefetchBlock(const KernelCtx& c, const SeqPlan& s, int64_t g, int64
 }
 
 // o[r][:] = o[r][:] * alpha[r] + sum_j p[j * pstride + r] * vrow[j][:] for
-// r < 4, over head-dim vectors [v0, v0 + kDV).
-template <DType kRow, bool kScaled, int kDV>
-HWY_INLINE void PV4Chunk(float* HWY_RESTRICT o, size_t Dp, const float* alpha, const float* HWY_RESTRICT p,
-                         size_t pstride, int64_t nb, const uint8_t* const* vrow, const RowRead& rd, size_t v0) {
+// r < kRows, over head-dim vectors [v0, v0 + kDV).
+template <int kRows, DType kRow, bool kScaled, int kDV>
+HWY_INLINE void PVChunk(float* HWY_RESTRICT o, size_t Dp, const float* alpha, const float* HWY_RESTRICT p,
+                        size_t pstride, int64_t nb, const uint8_t* const* vrow, const RowRead& rd, size_t v0) {
   const DF df;
   const size_t N = hn::Lanes(df);
-  VF acc[4][kDV];
-  for (int r = 0; r < 4; ++r) {
+  VF acc[kRows][kDV];
+  for (int r = 0; r < kRows; ++r) {
     const VF a = hn::Set(df, alpha[r]);
     for (int v = 0; v < kDV; ++v) acc[r][v] = hn::Mul(hn::Load(df, o + r * Dp + (v0 + v) * N), a);
   }
@@ -138,29 +138,33 @@ HWY_INLINE void PV4Chunk(float* HWY_RESTRICT o, size_t Dp, const float* alpha, c
     VF vv[kDV];
     for (int v = 0; v < kDV; ++v) vv[v] = LoadRow<kRow, kScaled>(df, vrow[j], (v0 + v) * N, rd);
     const float* pj = p + j * pstride;
-    for (int r = 0; r < 4; ++r) {
+    for (int r = 0; r < kRows; ++r) {
       const VF pr = hn::Set(df, pj[r]);
       for (int v = 0; v < kDV; ++v) acc[r][v] = hn::MulAdd(pr, vv[v], acc[r][v]);
     }
   }
-  for (int r = 0; r < 4; ++r)
+  for (int r = 0; r < kRows; ++r)
     for (int v = 0; v < kDV; ++v) hn::Store(acc[r][v], df, o + r * Dp + (v0 + v) * N);
 }
 
-template <DType kRow, bool kScaled>
-HWY_INLINE void PV4Scaled(float* HWY_RESTRICT o, size_t Dp, const float* alpha, const float* HWY_RESTRICT p,
-                          size_t pstride, int64_t nb, const uint8_t* const* vrow, const RowRead& rd) {
+// PVChunk over every head-dim vector. Sixteen accumulators: 4 rows x 4
+// vectors for the few-row tiles, 8 rows x 2 vectors where there are rows to
+// spare (fewer vector loads of V per FMA: measured 20-30% faster on AVX-512).
+template <int kRows, DType kRow, bool kScaled>
+HWY_INLINE void PVRowsScaled(float* HWY_RESTRICT o, size_t Dp, const float* alpha, const float* HWY_RESTRICT p,
+                             size_t pstride, int64_t nb, const uint8_t* const* vrow, const RowRead& rd) {
+  constexpr int kDV = 16 / kRows;
   const size_t nv = Dp / hn::Lanes(DF());
   size_t v0 = 0;
-  for (; v0 + 4 <= nv; v0 += 4) PV4Chunk<kRow, kScaled, 4>(o, Dp, alpha, p, pstride, nb, vrow, rd, v0);
-  for (; v0 < nv; ++v0) PV4Chunk<kRow, kScaled, 1>(o, Dp, alpha, p, pstride, nb, vrow, rd, v0);
+  for (; v0 + kDV <= nv; v0 += kDV) PVChunk<kRows, kRow, kScaled, kDV>(o, Dp, alpha, p, pstride, nb, vrow, rd, v0);
+  for (; v0 < nv; ++v0) PVChunk<kRows, kRow, kScaled, 1>(o, Dp, alpha, p, pstride, nb, vrow, rd, v0);
 }
 
-template <DType kRow>
-HWY_INLINE void PV4(float* HWY_RESTRICT o, size_t Dp, const float* alpha, const float* HWY_RESTRICT p,
-                    size_t pstride, int64_t nb, const uint8_t* const* vrow, const RowRead& rd) {
-  if (rd.scaled) return PV4Scaled<kRow, true>(o, Dp, alpha, p, pstride, nb, vrow, rd);
-  PV4Scaled<kRow, false>(o, Dp, alpha, p, pstride, nb, vrow, rd);
+template <int kRows, DType kRow>
+HWY_INLINE void PVRows(float* HWY_RESTRICT o, size_t Dp, const float* alpha, const float* HWY_RESTRICT p,
+                       size_t pstride, int64_t nb, const uint8_t* const* vrow, const RowRead& rd) {
+  if (rd.scaled) return PVRowsScaled<kRows, kRow, true>(o, Dp, alpha, p, pstride, nb, vrow, rd);
+  PVRowsScaled<kRows, kRow, false>(o, Dp, alpha, p, pstride, nb, vrow, rd);
 }
 
 // soft_cap * tanh(x / soft_cap) (kernel.py:139-140), NaN kept.
@@ -203,12 +207,12 @@ struct TileKeys {
 };
 
 inline TileKeys KeysOfTile(const KernelCtx& c, const SeqPlan& s, int64_t row0, int64_t row1, const int32_t* lo,
-                           const int32_t* hi) {
+                           const int32_t* hi, bool skip) {
   TileKeys k;
   k.lo_max = 0;
   k.hi_min = s.num_keys - 1;
   for (int64_t r = 0; r < row1 - row0; ++r) k.lo_max = std::max<int64_t>(k.lo_max, lo[r]), k.hi_min = std::min<int64_t>(k.hi_min, hi[r]);
-  if (s.skip_masked) {
+  if (skip) {
     k.range = tile_key_range(c, s, row0 / c.group, (row1 - 1) / c.group);
   } else {
     k.range = {0, s.num_keys - 1};
@@ -266,29 +270,47 @@ HWY_INLINE void BlockSoftmaxB(const KernelCtx& c, float* HWY_RESTRICT st, size_t
   }
 }
 
-// S^T[KC keys][RV vectors of rows] += K[key][d] (broadcast) * Q^T[d][rows].
-template <int kRV>
-HWY_INLINE void QKBlockB(const float* HWY_RESTRICT qt, size_t RP, const uint8_t* const* krow, int64_t D, float sm,
-                         float* HWY_RESTRICT st) {
+// S^T[kKC keys][kRB vectors of rows] += K[key][d] (broadcast) * Q^T[d][rows],
+// then times sm_scale. kKC x kRB = 16 accumulators; 8 keys x 2 vectors
+// loads fewer Q^T vectors per FMA than 4 x 4 (measured 25% faster on
+// AVX-512: broadcasts of K are cheap, vector loads are not).
+template <int kKC, int kRB>
+HWY_INLINE void QKRegBlock(const float* HWY_RESTRICT qt, size_t RP, const uint8_t* const* krow, int64_t D, float sm,
+                           float* HWY_RESTRICT st) {
   const DF df;
   const size_t N = hn::Lanes(df);
-  constexpr int kKC = 16 / kRV;
-  VF acc[kKC][kRV];
+  VF acc[kKC][kRB];
   for (int jj = 0; jj < kKC; ++jj)
-    for (int rv = 0; rv < kRV; ++rv) acc[jj][rv] = hn::Zero(df);
+    for (int rv = 0; rv < kRB; ++rv) acc[jj][rv] = hn::Zero(df);
   const float* kr[kKC];
   for (int jj = 0; jj < kKC; ++jj) kr[jj] = reinterpret_cast<const float*>(krow[jj]);
   for (int64_t d = 0; d < D; ++d) {
-    VF q[kRV];
-    for (int rv = 0; rv < kRV; ++rv) q[rv] = hn::Load(df, qt + d * RP + rv * N);
+    VF q[kRB];
+    for (int rv = 0; rv < kRB; ++rv) q[rv] = hn::Load(df, qt + d * RP + rv * N);
     for (int jj = 0; jj < kKC; ++jj) {
       const VF k = hn::Set(df, kr[jj][d]);
-      for (int rv = 0; rv < kRV; ++rv) acc[jj][rv] = hn::MulAdd(k, q[rv], acc[jj][rv]);
+      for (int rv = 0; rv < kRB; ++rv) acc[jj][rv] = hn::MulAdd(k, q[rv], acc[jj][rv]);
     }
   }
   const VF vs = hn::Set(df, sm);  // attn *= sm_scale (kernel.py:132)
   for (int jj = 0; jj < kKC; ++jj)
-    for (int rv = 0; rv < kRV; ++rv) hn::Store(hn::Mul(acc[jj][rv], vs), df, st + jj * RP + rv * N);
+    for (int rv = 0; rv < kRB; ++rv) hn::Store(hn::Mul(acc[jj][rv], vs), df, st + jj * RP + rv * N);
+}
+
+// Row vectors per QK register block of a kRV-vector tile, and keys per block.
+template <int kRV>
+inline constexpr int kQKRows = kRV >= 2 ? 2 : 1;
+template <int kRV>
+inline constexpr int kQKKeys = 16 / kQKRows<kRV>;
+
+// S^T[kQKKeys keys][kRV vectors of rows] for keys krow[0 .. kQKKeys).
+template <int kRV>
+HWY_INLINE void QKBlockB(const float* HWY_RESTRICT qt, size_t RP, const uint8_t* const* krow, int64_t D, float sm,
+                         float* HWY_RESTRICT st) {
+  const size_t N = hn::Lanes(DF());
+  constexpr int kRB = kQKRows<kRV>;
+  for (int rv0 = 0; rv0 < kRV; rv0 += kRB)
+    QKRegBlock<kQKKeys<kRV>, kRB>(qt + size_t(rv0) * N, RP, krow, D, sm, st + size_t(rv0) * N);
 }
 
 template <int kRV>
@@ -297,7 +319,7 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
   const DI di;
   const size_t N = hn::Lanes(df);
   const size_t RP = kRV * N;
-  constexpr int kKC = 16 / kRV;
+  constexpr int kKC = kQKKeys<kRV>;
   const int64_t R = row1 - row0, D = c.head_dim;
   const size_t Dp = sc.Dp;
 
@@ -317,7 +339,7 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
       hi[r] = std::numeric_limits<int32_t>::max();
     }
   }
-  const TileKeys keys = KeysOfTile(c, s, row0, row1, lo, hi);
+  const TileKeys keys = KeysOfTile(c, s, row0, row1, lo, hi, tile_skip_masked(c, s, g, row0, row1));
 
   VF m[kRV], l[kRV];
   hn::Vec<DI> lo_i[kRV], hi_i[kRV];
@@ -328,8 +350,12 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
     hi_i[rv] = hn::Load(di, hi + rv * N);
   }
   float* o = sc.o.get();
-  const size_t R4 = (size_t(R) + 3) / 4 * 4;
-  std::fill(o, o + R4 * Dp, 0.0f);
+  // Rows of PV's register block: 8 where the tile's row vectors hold them.
+  constexpr int kPVRows = 8;
+  const bool pv8 = RP >= size_t(kPVRows);
+  const size_t RG = pv8 ? kPVRows : 4;
+  const size_t Rr = (size_t(R) + RG - 1) / RG * RG;
+  std::fill(o, o + Rr * Dp, 0.0f);
   float* st = sc.st.get();
   const ConvertFn convert = ConverterFor(c.kv_dtype);
 
@@ -343,8 +369,12 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
 
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
     BlockSoftmaxB<kRV>(c, st, RP, b0, nb, nbp, need_mask, lo_i, hi_i, m, l, sc.alpha.get());
-    for (size_t r0 = 0; r0 < R4; r0 += 4)
-      PV4<DType::kFloat32>(o + r0 * Dp, Dp, sc.alpha.get() + r0, st + r0, RP, nb, sc.vrow.data(), RowRead{});
+    for (size_t r0 = 0; r0 < Rr; r0 += RG) {
+      if (pv8)
+        PVRows<kPVRows, DType::kFloat32>(o + r0 * Dp, Dp, sc.alpha.get() + r0, st + r0, RP, nb, sc.vrow.data(), RowRead{});
+      else
+        PVRows<4, DType::kFloat32>(o + r0 * Dp, Dp, sc.alpha.get() + r0, st + r0, RP, nb, sc.vrow.data(), RowRead{});
+    }
   }
   float* lsum = sc.lsum.get();
   for (int rv = 0; rv < kRV; ++rv) hn::Store(l[rv], df, lsum + rv * N);
@@ -381,22 +411,31 @@ HWY_INLINE VF QKGroup(const float* HWY_RESTRICT q0, size_t Dp, const uint8_t* co
   return ReduceTree(df, acc);
 }
 
-inline float MaxKeepNaN(float a, float b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<float>::quiet_NaN();
-  return a > b ? a : b;
+// Lane i of a TileGroup score vector is row i % 4 of a group of 4 rows (and
+// key i / 4 of the register block). ReduceGroups combines the lanes of
+// equal row with `op` (max or add), leaving the result in every lane of
+// that row: log2(N / 4) lane permutations.
+template <class Op>
+HWY_INLINE VF ReduceGroups(DF df, VF v, const int32_t* perms, Op op) {
+  const size_t N = hn::Lanes(df);
+  const hn::RebindToSigned<DF> di;
+  for (size_t step = 4, k = 0; step < N; step *= 2, ++k)
+    v = op(v, hn::TableLookupLanes(v, hn::IndicesFromVec(df, hn::LoadU(di, perms + k * N))));
+  return v;
 }
 
 // All rows (at most kMaxRowsA, in groups of 4) of KV heads [h0, h0 + nh)
-// of a sequence, over keys [k0, k1] of their range. Each block is fetched
-// (prefetched one block ahead) for every head of the group in memory order
-// (a token's heads
-// are contiguous in a page), which the hardware prefetchers follow; the
-// heads are then computed one by one. `partial`:
-// null to write the output rows, else where to leave (m, l, O) per row for
-// merge_partials (a sequence split into key chunks). `native` (head_dim a
-// multiple of the lanes): K and V are read from the cache as kRow, widened
-// and dequantised in registers; otherwise kRow is float32 and each block is
-// first converted.
+// of a sequence, over keys [k0, k1] of their range. Each block's K and V
+// rows are prefetched one block ahead, head by head, in short bursts spread
+// over the block's work (a token's heads are contiguous in a page; a burst
+// of a whole block of every head stalls the loads it competes with). The
+// online softmax state of each group of 4 rows lives in vectors of the
+// score layout (lane i: row i % 4), so no step of it is scalar.
+// `partial`: null to write the output rows, else where to leave (m, l, O)
+// per row for merge_partials (a sequence split into key chunks). `native`
+// (head_dim a multiple of the lanes): K and V are read from the cache as
+// kRow, widened and dequantised in registers; otherwise kRow is float32
+// and each block is first converted.
 template <DType kRow>
 void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1, float* partial,
                Scratch& sc, bool native) {
@@ -408,6 +447,7 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
   const size_t Dp = sc.Dp;
   const int64_t NG = (R + 3) / 4;
   const size_t rows_stride = size_t(NG) * 4 * Dp;  // one head's rows in qa / o
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
   int32_t* lo = sc.lo.get();
   int32_t* hi = sc.hi.get();
@@ -421,9 +461,22 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
       hi[r] = std::numeric_limits<int32_t>::max();
     }
   }
-  TileKeys keys = KeysOfTile(c, s, 0, R, lo, hi);
+  TileKeys keys = KeysOfTile(c, s, 0, R, lo, hi, s.skip_masked);
   keys.range.lo = std::max(keys.range.lo, k0);
   keys.range.hi = std::min(keys.range.hi, k1);
+
+  // Per group of rows: lo / hi in the score layout. Per (head, group): the
+  // running max m and the unreduced sum l (lane i: a share of row i % 4).
+  int32_t* lo_p = sc.lo_p.get();  // [NG][N]
+  int32_t* hi_p = sc.hi_p.get();
+  float* m_p = sc.m_p.get();      // [nh][NG][N]
+  float* l_p = sc.l_p.get();
+  for (int64_t gi = 0; gi < NG; ++gi)
+    for (size_t i = 0; i < N; ++i) lo_p[gi * N + i] = lo[gi * 4 + i % 4], hi_p[gi * N + i] = hi[gi * 4 + i % 4];
+  for (int64_t i = 0; i < nh * NG * int64_t(N); ++i) m_p[i] = kNegInf, l_p[i] = 0.0f;
+  int32_t* perms = sc.perms.get();  // lane i -> i ^ step, for step = 4, 8, ... < N
+  for (size_t step = 4, k = 0; step < N; step *= 2, ++k)
+    for (size_t i = 0; i < N; ++i) perms[k * N + i] = int32_t(i ^ step);
 
   float* qa = sc.qt.get();  // [nh][NG * 4][Dp], zero padded
   float* o = sc.o.get();    // [nh][NG * 4][Dp]
@@ -432,15 +485,13 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
   for (int64_t h = 0; h < nh; ++h)
     for (int64_t r = 0; r < R; ++r)
       std::memcpy(qa + h * rows_stride + r * Dp, QRow(c, s, h0 + h, r), size_t(D) * sizeof(float));
-  float* m = sc.m.get();  // [nh][kMaxRowsA]
-  float* l = sc.l.get();
   float* alpha = sc.alpha.get();
-  for (int64_t i = 0; i < nh * kMaxRowsA; ++i) m[i] = -std::numeric_limits<float>::infinity(), l[i] = 0.0f;
 
   float* sa = sc.st.get();  // [keys][4] for the group being computed
-  const VF neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
+  const VF neg_inf = hn::Set(df, kNegInf);
   const VF mask_v = hn::Set(df, c.mask_value);
   const VF cap_v = hn::Set(df, c.soft_cap);
+  const VF sm_v = hn::Set(df, c.sm_scale);
   const ConvertFn convert = ConverterFor(c.kv_dtype);
   const RowRead kread{native && c.has_k_scale, c.k_scale, c.q_dtype};
   const RowRead vread{native && c.has_v_scale, c.v_scale, c.q_dtype};
@@ -451,19 +502,14 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
     const int64_t slot = int64_t(pages[key / ps]) * ps + key % ps;
     return c.kv + (slot * c.num_combined_kv_heads + 2 * h0) * row_bytes;
   };
-  // Lane i of a score vector holds key i / 4 (plus the block offset) of row i % 4.
   const auto lane_key = hn::ShiftRight<2>(hn::Iota(di, 0));
-  HWY_ALIGN int32_t pat[hn::MaxLanes(df)];
-  HWY_ALIGN float tmp[hn::MaxLanes(df)];
+  const auto max_op = [](VF a, VF b) { return hn::Max(a, b); };
+  const auto add_op = [](VF a, VF b) { return hn::Add(a, b); };
 
   for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += kGroupBlockKeys) {
     const int64_t nb = std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - b0);
     const int64_t nbp = (nb + int64_t(KG) - 1) / int64_t(KG) * int64_t(KG);
-    // The next block's bytes, ahead of their use, in address order.
-    for (int64_t j = b0 + kGroupBlockKeys; j < std::min(b0 + 2 * kGroupBlockKeys, keys.range.hi + 1); ++j) {
-      const uint8_t* t = token_heads(j);
-      for (int64_t off = 0; off < 2 * nh * row_bytes; off += 64) __builtin_prefetch(t + off, 0, 3);
-    }
+    const int64_t pf0 = b0 + kGroupBlockKeys, pf1 = std::min(b0 + 2 * kGroupBlockKeys, keys.range.hi + 1);
     for (int64_t j = 0; j < nb; ++j) {
       const uint8_t* t = token_heads(b0 + j);
       for (int64_t h = 0; h < nh; ++h) {
@@ -482,80 +528,75 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
       }
     }
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
+    const auto last_key = hn::Set(di, int32_t(b0 + nb - 1));
     for (int64_t h = 0; h < nh; ++h) {
+      for (int64_t j = pf0; j < pf1; ++j) {
+        const uint8_t* t = token_heads(j) + 2 * h * row_bytes;
+        for (int64_t off = 0; off < 2 * row_bytes; off += 64) __builtin_prefetch(t + off, 0, 3);
+      }
       const uint8_t* const* krow = sc.krow.data() + h * kGroupBlockKeys;
       const uint8_t* const* vrow = sc.vrow.data() + h * kGroupBlockKeys;
       for (int64_t gi = 0; gi < NG; ++gi) {
         const float* q0 = qa + h * rows_stride + gi * 4 * Dp;
+        const auto lo_v = hn::Load(di, lo_p + gi * N);
+        const auto hi_v = hn::Load(di, hi_p + gi * N);
+        // Scores (soft cap, mask, block tail -inf) and their max per row.
+        VF mb = neg_inf;
         for (int64_t j0 = 0; j0 < nbp; j0 += int64_t(KG)) {
           // Keys past the block read zeros (their scores become -inf below).
           const uint8_t* kr[hn::MaxLanes(df) / 4 + 1];
           for (size_t jj = 0; jj < KG; ++jj)
             kr[jj] = int64_t(j0 + jj) < nb ? krow[j0 + jj] : reinterpret_cast<const uint8_t*>(sc.zero.get());
-          const VF sv = kread.scaled ? QKGroup<kRow, true>(q0, Dp, kr, kread) : QKGroup<kRow, false>(q0, Dp, kr, kread);
-          hn::Store(hn::Mul(sv, hn::Set(df, c.sm_scale)), df, sa + j0 * 4);
-        }
-        // Soft cap, mask, block tail; then the block's max per row.
-        for (size_t i = 0; i < N; ++i) pat[i] = lo[gi * 4 + i % 4];
-        const auto lo_p = hn::Load(di, pat);
-        for (size_t i = 0; i < N; ++i) pat[i] = hi[gi * 4 + i % 4];
-        const auto hi_p = hn::Load(di, pat);
-        VF mb = neg_inf;
-        for (int64_t j0 = 0; j0 < nbp; j0 += int64_t(KG)) {
-          float* sp = sa + j0 * 4;
-          VF v = hn::Load(df, sp);
+          VF v = hn::Mul(kread.scaled ? QKGroup<kRow, true>(q0, Dp, kr, kread) : QKGroup<kRow, false>(q0, Dp, kr, kread),
+                         sm_v);
           if (c.has_soft_cap) v = SoftCap(df, v, cap_v);
           const auto key = hn::Add(hn::Set(di, int32_t(b0 + j0)), lane_key);
           if (need_mask) {
-            const auto masked = hn::Or(hn::Lt(key, lo_p), hn::Gt(key, hi_p));
+            const auto masked = hn::Or(hn::Lt(key, lo_v), hn::Gt(key, hi_v));
             v = hn::IfThenElse(hn::RebindMask(df, masked), hn::Add(v, mask_v), v);
           }
-          v = hn::IfThenElse(hn::RebindMask(df, hn::Gt(key, hn::Set(di, int32_t(b0 + nb - 1)))), neg_inf, v);
-          hn::Store(v, df, sp);
+          v = hn::IfThenElse(hn::RebindMask(df, hn::Gt(key, last_key)), neg_inf, v);
+          hn::Store(v, df, sa + j0 * 4);
           mb = hn::Max(mb, v);
         }
-        hn::Store(mb, df, tmp);
-        float m_use[4];
-        float* mh = m + h * kMaxRowsA + gi * 4;
-        float* lh = l + h * kMaxRowsA + gi * 4;
-        float* ah = alpha + h * kMaxRowsA + gi * 4;
-        for (int r = 0; r < 4; ++r) {
-          float bm = -std::numeric_limits<float>::infinity();
-          for (size_t i = size_t(r); i < N; i += 4) bm = MaxKeepNaN(bm, tmp[i]);
-          const float m_new = MaxKeepNaN(mh[r], bm);
-          m_use[r] = m_new == -std::numeric_limits<float>::infinity() ? 0.0f : m_new;
-          ah[r] = std::exp(mh[r] - m_use[r]);
-          mh[r] = m_new;
-        }
-        for (size_t i = 0; i < N; ++i) tmp[i] = m_use[i % 4];
-        const VF m_p = hn::Load(df, tmp);
+        // m_new = max(m, block max); a max of -inf uses 0 so rows with no
+        // finite score yet stay finite. A NaN score anywhere makes its
+        // p NaN, so the row ends NaN whatever the max keeps.
+        float* mh = m_p + (h * NG + gi) * int64_t(N);
+        float* lh = l_p + (h * NG + gi) * int64_t(N);
+        const VF m_old = hn::Load(df, mh);
+        const VF m_new = hn::Max(m_old, ReduceGroups(df, mb, perms, max_op));
+        const VF m_use = hn::IfThenZeroElse(hn::Eq(m_new, neg_inf), m_new);
+        const VF a = ExpKeepNaN(df, hn::Sub(m_old, m_use));
+        hn::Store(m_new, df, mh);
+        hn::Store(a, df, alpha);  // lanes 0..3: the rows' rescale factors
         VF ls = hn::Zero(df);
         for (int64_t j0 = 0; j0 < nbp; j0 += int64_t(KG)) {
           float* sp = sa + j0 * 4;
-          const VF p = ExpKeepNaN(df, hn::Sub(hn::Load(df, sp), m_p));
-          hn::Store(p, df, sp);
-          ls = hn::Add(ls, p);
+          const VF pv = ExpKeepNaN(df, hn::Sub(hn::Load(df, sp), m_use));
+          hn::Store(pv, df, sp);
+          ls = hn::Add(ls, pv);
         }
-        hn::Store(ls, df, tmp);
-        for (int r = 0; r < 4; ++r) {
-          float sum = 0.0f;
-          for (size_t i = size_t(r); i < N; i += 4) sum += tmp[i];
-          lh[r] = lh[r] * ah[r] + sum;
-        }
-        PV4<kRow>(o + h * rows_stride + gi * 4 * Dp, Dp, ah, sa, 4, nb, vrow, vread);
+        hn::Store(hn::MulAdd(hn::Load(df, lh), a, ls), df, lh);
+        PVRows<4, kRow>(o + h * rows_stride + gi * 4 * Dp, Dp, alpha, sa, 4, nb, vrow, vread);
       }
     }
   }
   for (int64_t h = 0; h < nh; ++h) {
-    for (int64_t r = 0; r < R; ++r) {
-      const float* orow = o + h * rows_stride + r * Dp;
-      if (partial == nullptr) {
-        WriteRow(c, s, h0 + h, r, orow, l[h * kMaxRowsA + r]);
-      } else {
-        float* dst = partial + (h * R + r) * (2 + D);
-        dst[0] = m[h * kMaxRowsA + r];
-        dst[1] = l[h * kMaxRowsA + r];
-        std::memcpy(dst + 2, orow, size_t(D) * sizeof(float));
+    for (int64_t gi = 0; gi < NG; ++gi) {
+      HWY_ALIGN float lsum[hn::MaxLanes(df)];
+      const float* mh = m_p + (h * NG + gi) * int64_t(N);
+      hn::Store(ReduceGroups(df, hn::Load(df, l_p + (h * NG + gi) * int64_t(N)), perms, add_op), df, lsum);
+      for (int64_t r = gi * 4; r < std::min<int64_t>(R, gi * 4 + 4); ++r) {
+        const float* orow = o + h * rows_stride + r * Dp;
+        if (partial == nullptr) {
+          WriteRow(c, s, h0 + h, r, orow, lsum[r % 4]);
+        } else {
+          float* dst = partial + (h * R + r) * (2 + D);
+          dst[0] = mh[r % 4];
+          dst[1] = lsum[r % 4];
+          std::memcpy(dst + 2, orow, size_t(D) * sizeof(float));
+        }
       }
     }
   }

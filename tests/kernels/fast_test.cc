@@ -524,6 +524,30 @@ TEST(FastEdges, LongSequencesEveryTileShapeAndThreadCount) {
     }
 }
 
+// Each tile proves the q side of the skip itself: here token 10's q rows
+// are large enough that keys masked for its whole tile still weigh as much
+// as the attended ones (s + mask_value reaches the row's max), while the
+// other tiles' rows make them negligible. Skipping must leave token 10's
+// tile visiting every key, so the answer equals the full visit's.
+TEST(FastEdges, ATileWhoseQRowsDefeatTheSkipProofVisitsTheMaskedKeys) {
+  TestCase c = one_sequence(70, 300, 16, 8);  // 8 q heads on one KV head: 8 tokens a 64-row tile
+  c.sm_scale = 0.05f;
+  c.mask_value = -200.0f;
+  for (int64_t e = 10 * c.Hq * c.D; e < 11 * c.Hq * c.D; ++e) c.q[size_t(e)] *= 2000.0f;
+  // Keys 250.. (masked for tokens 8-15, q_span = 230 + token) aligned with
+  // token 10's first head: s ~ 0.05 * 2 * sum |q| ~ 1600, far above the
+  // attended keys' scores even after the mask's -200.
+  for (int64_t j = 250; j < 300; ++j)
+    for (int64_t d = 0; d < c.D; ++d)
+      c.kv_at(c.page_indices[size_t(j / c.ps)], j % c.ps, 0, d) = c.q[size_t(10 * c.Hq * c.D + d)] > 0 ? 2.0f : -2.0f;
+  const auto skip = run_fast(c);
+  Options no_skip;
+  no_skip.skip_masked_blocks = false;
+  const auto full = run_fast(c, no_skip);
+  for (size_t o = 0; o < skip.size(); ++o)
+    ASSERT_LE(std::fabs(double(skip[o]) - full[o]), 1e-5 * (1 + std::fabs(full[o]))) << "element " << o;
+}
+
 // Decode rows over long sequences: group items split into key chunks and
 // merged, with and without a window and soft cap, for float and 8-bit KV.
 TEST(FastEdges, SplitDecodeSequencesMergeToTheExactMath) {
