@@ -498,10 +498,26 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
   const int64_t ps = c.page_size;
   const int64_t row_bytes = D * c.kv_elem_bytes;
   const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
-  auto token_heads = [&](int64_t key) {  // K of head h0 of `key`; heads follow as K, V, K, V, ...
-    const int64_t slot = int64_t(pages[key / ps]) * ps + key % ps;
-    return c.kv + (slot * c.num_combined_kv_heads + 2 * h0) * row_bytes;
+  // K of head h0 of keys [k, k + n) (heads follow as K, V, K, V, ...),
+  // walking the page table without a division per key.
+  const auto token_heads = [&](int64_t k, int64_t n, const uint8_t** out) {
+    int64_t page = k / ps, off = k % ps;
+    for (int64_t j = 0; j < n; ++j) {
+      out[j] = c.kv + ((int64_t(pages[page]) * ps + off) * c.num_combined_kv_heads + 2 * h0) * row_bytes;
+      if (++off == ps) off = 0, ++page;
+    }
   };
+  // K and V rows of head h of the tokens `tok[0 .. n)`, into L1.
+  const auto prefetch_rows = [&](const uint8_t* const* tok, int64_t n, int64_t h) {
+    for (int64_t j = 0; j < n; ++j) {
+      const uint8_t* t = tok[j] + 2 * h * row_bytes;
+      for (int64_t off = 0; off < 2 * row_bytes; off += 64) __builtin_prefetch(t + off, 0, 3);
+    }
+  };
+  const uint8_t* tok_bufs[2][kGroupBlockKeys];
+  const uint8_t** tok = tok_bufs[0];       // the block's tokens
+  const uint8_t** tok_next = tok_bufs[1];  // the next block's
+  token_heads(keys.range.lo, std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - keys.range.lo), tok);
   const auto lane_key = hn::ShiftRight<2>(hn::Iota(di, 0));
   const auto max_op = [](VF a, VF b) { return hn::Max(a, b); };
   const auto add_op = [](VF a, VF b) { return hn::Add(a, b); };
@@ -509,9 +525,10 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
   for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += kGroupBlockKeys) {
     const int64_t nb = std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - b0);
     const int64_t nbp = (nb + int64_t(KG) - 1) / int64_t(KG) * int64_t(KG);
-    const int64_t pf0 = b0 + kGroupBlockKeys, pf1 = std::min(b0 + 2 * kGroupBlockKeys, keys.range.hi + 1);
+    const int64_t nb_next = std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - (b0 + kGroupBlockKeys));
+    if (nb_next > 0) token_heads(b0 + kGroupBlockKeys, nb_next, tok_next);
     for (int64_t j = 0; j < nb; ++j) {
-      const uint8_t* t = token_heads(b0 + j);
+      const uint8_t* t = tok[j];
       for (int64_t h = 0; h < nh; ++h) {
         uint8_t* const kd = reinterpret_cast<uint8_t*>(sc.kbuf.get() + (h * kGroupBlockKeys + j) * Dp);
         uint8_t* const vd = reinterpret_cast<uint8_t*>(sc.vbuf.get() + (h * kGroupBlockKeys + j) * Dp);
@@ -530,9 +547,13 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
     const auto last_key = hn::Set(di, int32_t(b0 + nb - 1));
     for (int64_t h = 0; h < nh; ++h) {
-      for (int64_t j = pf0; j < pf1; ++j) {
-        const uint8_t* t = token_heads(j) + 2 * h * row_bytes;
-        for (int64_t off = 0; off < 2 * row_bytes; off += 64) __builtin_prefetch(t + off, 0, 3);
+      // Ahead of their use: the next head's K and V rows (a head of a block
+      // is a few KiB; a whole block of every head would not fit in L1
+      // beside the one being read).
+      if (h + 1 < nh) {
+        prefetch_rows(tok, nb, h + 1);
+      } else if (nb_next > 0) {
+        prefetch_rows(tok_next, nb_next, 0);
       }
       const uint8_t* const* krow = sc.krow.data() + h * kGroupBlockKeys;
       const uint8_t* const* vrow = sc.vrow.data() + h * kGroupBlockKeys;
@@ -581,6 +602,7 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
         PVRows<4, kRow>(o + h * rows_stride + gi * 4 * Dp, Dp, alpha, sa, 4, nb, vrow, vread);
       }
     }
+    std::swap(tok, tok_next);
   }
   for (int64_t h = 0; h < nh; ++h) {
     for (int64_t gi = 0; gi < NG; ++gi) {

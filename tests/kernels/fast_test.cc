@@ -569,6 +569,73 @@ TEST(FastEdges, SplitDecodeSequencesMergeToTheExactMath) {
   }
 }
 
+// A decode batch: every sequence q_len tokens over its kv_len keys, Hkv KV
+// heads of G q heads each, head_dim 128, pages shuffled, NaN elsewhere.
+TestCase decode_batch(std::mt19937& rng, DType q_dtype, DType kv_dtype, int64_t Hkv, int64_t G, int64_t q_len,
+                      const std::vector<int64_t>& kv_lens) {
+  TestCase c;
+  c.q_dtype = q_dtype;
+  c.kv_dtype = kv_dtype;
+  c.Hq = Hkv * G;
+  c.Hc = 2 * Hkv;
+  c.D = 128;
+  c.ps = 16;
+  c.S = int64_t(kv_lens.size());
+  int64_t max_kv = 1, needed = 0;
+  for (int64_t kv : kv_lens) max_kv = std::max(max_kv, kv), needed += (kv + c.ps - 1) / c.ps;
+  c.pps = (max_kv + c.ps - 1) / c.ps;
+  c.P = needed + 2;
+  std::vector<int32_t> perm(c.P);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  c.kv.assign(size_t(c.P * c.ps * c.Hc * c.D), kNaN);
+  c.page_indices.assign(size_t(c.S * c.pps), std::numeric_limits<int32_t>::min());
+  int64_t next_page = 0;
+  for (int64_t i = 0; i < c.S; ++i) {
+    for (int64_t k = 0; k < (kv_lens[i] + c.ps - 1) / c.ps; ++k) c.page_indices[i * c.pps + k] = perm[next_page++];
+    for (int64_t j = 0; j < kv_lens[i]; ++j)
+      for (int64_t h = 0; h < c.Hc; ++h)
+        for (int64_t d = 0; d < c.D; ++d)
+          c.kv_at(c.page_indices[i * c.pps + j / c.ps], j % c.ps, h, d) = random_value(kv_dtype, rng);
+  }
+  c.T = c.S * q_len;
+  c.q.resize(size_t(c.T * c.Hq * c.D));
+  for (auto& x : c.q) x = random_value(q_dtype, rng);
+  c.cu_q_lens.resize(size_t(c.S + 1));
+  for (int64_t i = 0; i <= c.S; ++i) c.cu_q_lens[i] = int32_t(i * q_len);
+  c.kv_lens.assign(kv_lens.begin(), kv_lens.end());
+  c.num_seqs = int32_t(c.S);
+  c.sm_scale = 0.0884f;
+  return c;
+}
+
+// Decode batches over bfloat16 KV (the VDPBF16PS decode item where the CPU
+// has it): every head-group shape it takes (4 or 8 rows a KV head), one to
+// eight KV heads an item, key counts off every block multiple, sequences
+// split into key chunks; windows, soft caps and a small mask value.
+TEST(FastEdges, Bfloat16KvDecodeBatchesOfEveryHeadShape) {
+  std::mt19937 rng(77);
+  const std::vector<int64_t> kv_lens{1, 5, 17, 64, 333, 700};
+  for (DType q : {DType::kFloat32, DType::kBFloat16})
+    for (const auto& [Hkv, G, q_len] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+             {8, 4, 1}, {8, 4, 2}, {3, 8, 1}, {1, 4, 1}, {2, 2, 2}, {5, 1, 4}}) {
+      TestCase c = decode_batch(rng, q, DType::kBFloat16, Hkv, G, q_len, kv_lens);
+      c.threads = int(1 + rng() % 3);
+      SCOPED_TRACE(describe(c) + " G=" + std::to_string(G) + " q_len=" + std::to_string(q_len));
+      expect_within_bound(c, run_fast(c));
+      c.has_window = true;
+      c.window = 40;
+      c.has_cap = true;
+      c.cap = 4.0f;
+      expect_within_bound(c, run_fast(c));
+      c.has_window = false;
+      c.has_cap = false;
+      c.mask_value = -2.0f;
+      expect_within_bound(c, run_fast(c));
+      if (HasFatalFailure()) return;
+    }
+}
+
 // bfloat16 q and KV with head_dim 128: the VDPBF16PS tile where the CPU has it.
 TEST(FastEdges, Bfloat16TilesOfEveryRowCount) {
   for (int64_t q_len : {3, 5, 16, 70}) {

@@ -1,0 +1,369 @@
+// The fast kernel's decode item for bfloat16 KV (AVX-512 targets with AVX512-BF16): few rows per KV head, V by VDPBF16PS.
+// Included once per target by simd_attention.cc through foreach_target.h; empty on other targets.
+//
+// TileGroup's work (every row of a few KV heads of one sequence, key chunk
+// [k0, k1]) with fewer instructions per key, for the case that decode
+// batches spend their time in: bfloat16 K and V without scales.
+//  * q.k stays float32 FMAs on q's values (exact products, as the einsum
+//    at kernel.py:131 promotes K to float32), but K is widened from 64-byte
+//    loads in two operations: the even elements are the words shifted left
+//    by 16, the odd ones the words with the low half cleared. q is stored
+//    in that even/odd order once per item.
+//  * the probabilities are rounded to bfloat16 - the reference's own
+//    softmax(...).astype(v.dtype) (kernel.py:142) - and p.v is VDPBF16PS
+//    over key pairs: V rows of two keys interleaved by VPUNPCK{L,H}WD,
+//    which permutes head_dim within 128-bit blocks; the accumulator is put
+//    back in order when the rows are written.
+//  * the online softmax state lives in vectors of the score layout (lane
+//    i: row i % 4 of a group of 4, key i / 4 of the register block).
+// Subnormal bfloat16 inputs of VDPBF16PS count as zero (weights below
+// 2^-126 of the row's largest, V elements below 2^-126): far below the
+// tolerance bound.
+#if defined(RPA_FAST_BF16_GROUP_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RPA_FAST_BF16_GROUP_INL_H_
+#undef RPA_FAST_BF16_GROUP_INL_H_
+#else
+#define RPA_FAST_BF16_GROUP_INL_H_
+#endif
+
+#include <immintrin.h>
+
+#include "hwy/highway.h"
+#include "kernels/fast/tiles-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace rpa::fast::HWY_NAMESPACE {
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+
+#define RPA_FAST_BF16G_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16")))
+
+inline bool Bf16GroupApplies(const KernelCtx& c) {
+  static const bool cpu = __builtin_cpu_supports("avx512bf16");
+  return cpu && c.kv_dtype == DType::kBFloat16 && !c.has_k_scale && !c.has_v_scale && c.head_dim > 0 &&
+         c.head_dim % 64 == 0 && hn::Lanes(DF()) == 16;
+}
+
+// Lane i of the result = the sum of the 16 lanes of a[i].
+RPA_FAST_BF16G_ATTR HWY_INLINE __m512 SumEach16(const __m512* a) {
+  __m512 b[8], c[4], d[2];
+  for (int i = 0; i < 8; ++i)  // per 128-bit block: (x0 + x2, y0 + y2, x1 + x3, y1 + y3)
+    b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+  for (int i = 0; i < 4; ++i) {  // per block: a partial sum of a[4i + k] in lane k
+    const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+    c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  for (int i = 0; i < 2; ++i)  // blocks (0 + 1, 2 + 3) of c[2i], then of c[2i + 1]
+    d[i] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0xDD));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], 0x88), _mm512_shuffle_f32x4(d[0], d[1], 0xDD));
+}
+
+// Raw scores (q.k, before sm_scale) of kT tokens x kH heads x kR rows (16
+// in all) by float32 FMAs over head_dim, K widened from 64-byte loads:
+// even elements are the words shifted left by 16, odd ones the words with
+// the low half cleared (qeo holds each q row in that even/odd order).
+// krows[t * kH + hh]: the K row of token t, head hh. Score (t, hh, row r) goes to sa + ((hh * NG + r / 4) * kBlock + t)
+// * 4 + r % 4, i.e. per head and group of 4 rows, [key][4] - so a token's
+// heads are read in address order, the order the hardware prefetchers follow.
+template <int kT, int kH, int kR>
+RPA_FAST_BF16G_ATTR HWY_INLINE void QKStepBf16(const float* HWY_RESTRICT qeo, size_t q_head_stride, int64_t D,
+                                                const uint8_t* const* krows, float* HWY_RESTRICT sa,
+                                                int64_t NG) {
+  static_assert(kT * kH * kR == 16 && kR % 4 == 0, "sixteen accumulators");
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
+  // With 4 rows, q's 8 vectors of a chunk stay in registers beside the 16
+  // accumulators; with 8, they are FMA memory operands.
+  constexpr int kQRegs = kR <= 4 ? kR : 1;
+  for (int64_t c0 = 0; c0 < D; c0 += 32) {
+    for (int hh = 0; hh < kH; ++hh) {
+      const float* qc = qeo + hh * q_head_stride + c0;
+      __m512 qe[kQRegs], qo[kQRegs];
+      if constexpr (kR <= 4) {
+        for (int r = 0; r < kR; ++r) qe[r] = _mm512_load_ps(qc + r * D), qo[r] = _mm512_load_ps(qc + r * D + 16);
+      }
+      for (int t = 0; t < kT; ++t) {
+        const uint8_t* kp = krows[t * kH + hh] + 2 * c0;
+        __m512* at = acc + (t * kH + hh) * kR;
+        // Even elements, then odd ones: one widened vector live at a time.
+        const __m512 ke = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_loadu_si512(kp), 16));
+        for (int r = 0; r < kR; ++r)
+          at[r] = _mm512_fmadd_ps(kR <= 4 ? qe[r % kQRegs] : _mm512_load_ps(qc + r * D), ke, at[r]);
+        const __m512 ko = _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(0xAAAAAAAAu, kp));  // odd halves kept
+        for (int r = 0; r < kR; ++r)
+          at[r] = _mm512_fmadd_ps(kR <= 4 ? qo[r % kQRegs] : _mm512_load_ps(qc + r * D + 16), ko, at[r]);
+      }
+    }
+  }
+  const __m512 s = SumEach16(acc);
+  for (int b = 0; b < 4; ++b) {  // lanes 4b .. 4b + 3: one (token, head, group of 4 rows)
+    const int a0 = 4 * b, t = a0 / (kH * kR), hh = (a0 / kR) % kH, gi = (a0 % kR) / 4;
+    float* dst = sa + ((hh * NG + gi) * kGroupBlockKeys + t) * 4;
+    switch (b) {
+      case 0: _mm_store_ps(dst, _mm512_extractf32x4_ps(s, 0)); break;
+      case 1: _mm_store_ps(dst, _mm512_extractf32x4_ps(s, 1)); break;
+      case 2: _mm_store_ps(dst, _mm512_extractf32x4_ps(s, 2)); break;
+      default: _mm_store_ps(dst, _mm512_extractf32x4_ps(s, 3)); break;
+    }
+  }
+}
+
+// p (16 keys x 4 rows, lane key * 4 + row, in four vectors) -> bfloat16
+// pairs: word kp * 4 + r = (p[2kp][r], p[2kp + 1][r]), round to nearest even.
+RPA_FAST_BF16G_ATTR HWY_INLINE void PairProbabilities(const float* HWY_RESTRICT p, int64_t keys,
+                                                       uint32_t* HWY_RESTRICT out) {
+  // Element e of an 8-key bfloat16 vector is key e / 4, row e % 4; word
+  // w = kp * 4 + r takes elements 8kp + r (low half) and 8kp + 4 + r.
+  alignas(64) static const uint16_t kIdx[32] = {0,  4,  1,  5,  2,  6,  3,  7,  8,  12, 9,  13, 10, 14, 11, 15,
+                                                16, 20, 17, 21, 18, 22, 19, 23, 24, 28, 25, 29, 26, 30, 27, 31};
+  const __m512i idx = _mm512_load_si512(kIdx);
+  for (int64_t k0 = 0; k0 < keys; k0 += 8) {
+    const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_load_ps(p + (k0 + 4) * 4), _mm512_load_ps(p + k0 * 4));
+    _mm512_store_si512(out + k0 / 2 * 4, _mm512_permutexvar_epi16(idx, (__m512i)b));
+  }
+}
+
+// o[4 rows][64 permuted dims at c0] = o * alpha + sum over key pairs of
+// (p pair) . (V pair), V pairs from VPUNPCK{L,H}WD of two rows' 32-element
+// chunks c0 and c0 + 32.
+RPA_FAST_BF16G_ATTR HWY_INLINE void PVBf16Kv(float* HWY_RESTRICT o, int64_t D, const float* alpha,
+                                              const uint32_t* HWY_RESTRICT pw, int64_t pairs,
+                                              const uint8_t* const* vrow, int64_t c0) {
+  __m512 acc[4][4];
+  for (int r = 0; r < 4; ++r) {
+    const __m512 a = _mm512_set1_ps(alpha[r]);
+    for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_mul_ps(_mm512_load_ps(o + r * D + c0 + v * 16), a);
+  }
+  for (int64_t kp = 0; kp < pairs; ++kp) {
+    __m512bh vv[4];
+    for (int h = 0; h < 2; ++h) {
+      const __m512i a = _mm512_loadu_si512(vrow[2 * kp] + 2 * (c0 + 32 * h));
+      const __m512i b = _mm512_loadu_si512(vrow[2 * kp + 1] + 2 * (c0 + 32 * h));
+      vv[2 * h] = (__m512bh)_mm512_unpacklo_epi16(a, b);
+      vv[2 * h + 1] = (__m512bh)_mm512_unpackhi_epi16(a, b);
+    }
+    for (int r = 0; r < 4; ++r) {
+      const __m512bh pp = (__m512bh)_mm512_set1_epi32(int(pw[kp * 4 + r]));
+      for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], pp, vv[v]);
+    }
+  }
+  for (int r = 0; r < 4; ++r)
+    for (int v = 0; v < 4; ++v) _mm512_store_ps(o + r * D + c0 + v * 16, acc[r][v]);
+}
+
+// The accumulator row in head_dim order: in each 32-element chunk, vector
+// 0 holds dims 8b + i and vector 1 dims 8b + 4 + i at lane 4b + i.
+inline void UnpermuteRow(const float* HWY_RESTRICT o, int64_t D, float* HWY_RESTRICT out) {
+  for (int64_t c0 = 0; c0 < D; c0 += 32)
+    for (int64_t b = 0; b < 4; ++b)
+      for (int64_t i = 0; i < 4; ++i) {
+        out[c0 + 8 * b + i] = o[c0 + 4 * b + i];
+        out[c0 + 8 * b + 4 + i] = o[c0 + 16 + 4 * b + i];
+      }
+}
+
+// The item; see TileGroup for the arguments. At most kMaxRowsA rows per head.
+RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0,
+                                   int64_t k1, float* partial, Scratch& sc) {
+  const DF df;
+  const DI di;
+  constexpr size_t N = 16;
+  const int64_t R = s.num_tokens * c.group, D = c.head_dim;
+  const int64_t NG = (R + 3) / 4;
+  const size_t rows_stride = size_t(NG) * 4 * size_t(D);  // one head's rows in qa / o
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+  int32_t* lo = sc.lo.get();
+  int32_t* hi = sc.hi.get();
+  for (int64_t r = 0; r < NG * 4; ++r) {
+    if (r < R) {
+      const RowRange rr = row_range(c, s, r / c.group);
+      lo[r] = int32_t(rr.lo);
+      hi[r] = int32_t(rr.hi);
+    } else {
+      lo[r] = 0;
+      hi[r] = std::numeric_limits<int32_t>::max();
+    }
+  }
+  TileKeys keys = KeysOfTile(c, s, 0, R, lo, hi, s.skip_masked);
+  keys.range.lo = std::max(keys.range.lo, k0);
+  keys.range.hi = std::min(keys.range.hi, k1);
+
+  int32_t* lo_p = sc.lo_p.get();  // [NG][N]
+  int32_t* hi_p = sc.hi_p.get();
+  float* m_p = sc.m_p.get();      // [nh][NG][N]
+  float* l_p = sc.l_p.get();
+  for (int64_t gi = 0; gi < NG; ++gi)
+    for (size_t i = 0; i < N; ++i) lo_p[gi * N + i] = lo[gi * 4 + i % 4], hi_p[gi * N + i] = hi[gi * 4 + i % 4];
+  for (int64_t i = 0; i < nh * NG * int64_t(N); ++i) m_p[i] = kNegInf, l_p[i] = 0.0f;
+  int32_t* perms = sc.perms.get();
+  for (size_t step = 4, k = 0; step < N; step *= 2, ++k)
+    for (size_t i = 0; i < N; ++i) perms[k * N + i] = int32_t(i ^ step);
+
+  // q rows in even/odd order per 32-element chunk; o zeroed.
+  float* qa = sc.qt.get();  // [nh][NG * 4][D]
+  float* o = sc.o.get();    // [nh][NG * 4][D], permuted dims
+  std::fill(qa, qa + size_t(nh) * rows_stride, 0.0f);
+  std::fill(o, o + size_t(nh) * rows_stride, 0.0f);
+  for (int64_t h = 0; h < nh; ++h)
+    for (int64_t r = 0; r < R; ++r) {
+      const float* q = QRow(c, s, h0 + h, r);
+      float* dst = qa + h * rows_stride + r * D;
+      for (int64_t c0 = 0; c0 < D; c0 += 32)
+        for (int64_t i = 0; i < 16; ++i) dst[c0 + i] = q[c0 + 2 * i], dst[c0 + 16 + i] = q[c0 + 2 * i + 1];
+    }
+  float* alpha = sc.alpha.get();
+  float* sa = sc.st.get();                                   // [keys][4] probabilities of a group
+  uint32_t* pw = reinterpret_cast<uint32_t*>(sc.lsum.get());  // [key pairs][4] bfloat16 pairs
+
+  const VF neg_inf = hn::Set(df, kNegInf);
+  const VF mask_v = hn::Set(df, c.mask_value);
+  const VF cap_v = hn::Set(df, c.soft_cap);
+  const VF sm_v = hn::Set(df, c.sm_scale);
+  const int64_t ps = c.page_size, row_bytes = D * 2;
+  const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
+  const uint8_t* zero = reinterpret_cast<const uint8_t*>(sc.zero.get());
+  // K of head h0 of keys [k, k + n) (heads follow as K, V, K, V, ...),
+  // walking the page table without a division per key.
+  const auto token_heads = [&](int64_t k, int64_t n, const uint8_t** out) {
+    int64_t page = k / ps, off = k % ps;
+    for (int64_t j = 0; j < n; ++j) {
+      out[j] = c.kv + ((int64_t(pages[page]) * ps + off) * c.num_combined_kv_heads + 2 * h0) * row_bytes;
+      if (++off == ps) off = 0, ++page;
+    }
+  };
+  // K and V rows of head h of tokens tk[0 .. n) into L1; a row pair is a
+  // multiple of 256 bytes (head_dim % 64 == 0).
+  const auto prefetch_rows = [&](const uint8_t* const* tk, int64_t n, int64_t h) {
+    for (int64_t j = 0; j < n; ++j) {
+      const uint8_t* t = tk[j] + 2 * h * row_bytes;
+      for (int64_t off = 0; off < 2 * row_bytes; off += 256) {
+        __builtin_prefetch(t + off, 0, 3);
+        __builtin_prefetch(t + off + 64, 0, 3);
+        __builtin_prefetch(t + off + 128, 0, 3);
+        __builtin_prefetch(t + off + 192, 0, 3);
+      }
+    }
+  };
+  const uint8_t* tok_bufs[2][kGroupBlockKeys];
+  const uint8_t** tok = tok_bufs[0];       // the block's tokens
+  const uint8_t** tok_next = tok_bufs[1];  // the next block's
+  token_heads(keys.range.lo, std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - keys.range.lo), tok);
+  const auto lane_key = hn::ShiftRight<2>(hn::Iota(di, 0));
+  const auto max_op = [](VF a, VF b) { return hn::Max(a, b); };
+  const auto add_op = [](VF a, VF b) { return hn::Add(a, b); };
+  const uint8_t* vr[kGroupBlockKeys + 2];
+
+  // Block by block (a block of every head is a few contiguous page rows,
+  // read while DRAM has them open), head by head within a block.
+  for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += kGroupBlockKeys) {
+    const int64_t nb = std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - b0);
+    const int64_t nb4 = (nb + 3) / 4 * 4, nb8 = (nb + 7) / 8 * 8;
+    const int64_t nb_next = std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - (b0 + kGroupBlockKeys));
+    if (nb_next > 0) token_heads(b0 + kGroupBlockKeys, nb_next, tok_next);
+    const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
+    const auto last_key = hn::Set(di, int32_t(b0 + nb - 1));
+    for (int64_t h = 0; h < nh; ++h) {
+      const int64_t hoff = 2 * h * row_bytes;
+      // The next head's rows ahead of their use (measured faster than no
+      // prefetch, or than the next block into L2, with every core busy).
+      if (h + 1 < nh) {
+        prefetch_rows(tok, nb, h + 1);
+      } else if (nb_next > 0) {
+        prefetch_rows(tok_next, nb_next, 0);
+      }
+      for (int64_t t0 = 0; t0 < nb4; t0 += NG == 1 ? 4 : 2) {
+        const uint8_t* kt[4];
+        for (int64_t t = 0; t < (NG == 1 ? 4 : 2); ++t) kt[t] = t0 + t < nb ? tok[t0 + t] + hoff : zero;
+        float* sdst = sa + (h * NG * kGroupBlockKeys + t0) * 4;
+        if (NG == 1) {
+          QKStepBf16<4, 1, 4>(qa + h * rows_stride, rows_stride, D, kt, sdst, NG);
+        } else {
+          QKStepBf16<2, 1, 8>(qa + h * rows_stride, rows_stride, D, kt, sdst, NG);
+        }
+      }
+      for (int64_t j = 0; j < nb8; ++j) vr[j] = j < nb ? tok[j] + hoff + row_bytes : zero;
+      for (int64_t gi = 0; gi < NG; ++gi) {
+        float* sg = sa + (h * NG + gi) * kGroupBlockKeys * 4;  // [key][4]
+        const auto lo_v = hn::Load(di, lo_p + gi * N);
+        const auto hi_v = hn::Load(di, hi_p + gi * N);
+        VF mb = neg_inf;
+        for (int64_t j0 = 0; j0 < nb4; j0 += 4) {
+          VF v = hn::Mul(hn::Load(df, sg + j0 * 4), sm_v);
+          if (c.has_soft_cap) v = SoftCap(df, v, cap_v);
+          const auto key = hn::Add(hn::Set(di, int32_t(b0 + j0)), lane_key);
+          if (need_mask) {
+            const auto masked = hn::Or(hn::Lt(key, lo_v), hn::Gt(key, hi_v));
+            v = hn::IfThenElse(hn::RebindMask(df, masked), hn::Add(v, mask_v), v);
+          }
+          v = hn::IfThenElse(hn::RebindMask(df, hn::Gt(key, last_key)), neg_inf, v);
+          hn::Store(v, df, sg + j0 * 4);
+          mb = hn::Max(mb, v);
+        }
+        for (int64_t j0 = nb4; j0 < nb8; j0 += 4) hn::Store(neg_inf, df, sg + j0 * 4);
+        // Online softmax (see TileGroup): a NaN score makes its p NaN, so
+        // the row ends NaN whatever the max keeps.
+        float* mh = m_p + (h * NG + gi) * int64_t(N);
+        float* lh = l_p + (h * NG + gi) * int64_t(N);
+        const VF m_old = hn::Load(df, mh);
+        const VF m_new = hn::Max(m_old, ReduceGroups(df, mb, perms, max_op));
+        const VF m_use = hn::IfThenZeroElse(hn::Eq(m_new, neg_inf), m_new);
+        const VF a = ExpKeepNaN(df, hn::Sub(m_old, m_use));
+        hn::Store(m_new, df, mh);
+        hn::Store(a, df, alpha);
+        VF ls = hn::Zero(df);
+        for (int64_t j0 = 0; j0 < nb8; j0 += 4) {
+          float* sp = sg + j0 * 4;
+          const VF pv = ExpKeepNaN(df, hn::Sub(hn::Load(df, sp), m_use));
+          hn::Store(pv, df, sp);
+          ls = hn::Add(ls, pv);
+        }
+        hn::Store(hn::MulAdd(hn::Load(df, lh), a, ls), df, lh);
+        PairProbabilities(sg, nb8, pw);
+        float* oh = o + h * rows_stride + gi * 4 * D;
+        for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Kv(oh, D, alpha, pw, nb8 / 2, vr, c0);
+      }
+    }
+    std::swap(tok, tok_next);
+  }
+  HWY_ALIGN float row[hn::MaxLanes(df) * 64];  // head_dim <= 1024 is enough for any case that gets here
+  float* ordered = D <= int64_t(sizeof(row) / sizeof(float)) ? row : sc.kbuf.get();
+  for (int64_t h = 0; h < nh; ++h) {
+    for (int64_t gi = 0; gi < NG; ++gi) {
+      HWY_ALIGN float lsum[N];
+      const float* mh = m_p + (h * NG + gi) * int64_t(N);
+      hn::Store(ReduceGroups(df, hn::Load(df, l_p + (h * NG + gi) * int64_t(N)), perms, add_op), df, lsum);
+      for (int64_t r = gi * 4; r < std::min<int64_t>(R, gi * 4 + 4); ++r) {
+        UnpermuteRow(o + h * rows_stride + r * D, D, ordered);
+        if (partial == nullptr) {
+          WriteRow(c, s, h0 + h, r, ordered, lsum[r % 4]);
+        } else {
+          float* dst = partial + (h * R + r) * (2 + D);
+          dst[0] = mh[r % 4];
+          dst[1] = lsum[r % 4];
+          std::memcpy(dst + 2, ordered, size_t(D) * sizeof(float));
+        }
+      }
+    }
+  }
+}
+
+inline bool RunBf16Group(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1,
+                         float* partial, Scratch& sc) {
+  if (!Bf16GroupApplies(c) || s.num_tokens * c.group > 8) return false;  // QKStepBf16 takes 4 or 8 rows
+  GroupBf16(c, s, h0, nh, k0, k1, partial, sc);
+  return true;
+}
+
+#undef RPA_FAST_BF16G_ATTR
+#else
+inline bool RunBf16Group(const KernelCtx&, const SeqPlan&, int64_t, int64_t, int64_t, int64_t, float*, Scratch&) {
+  return false;
+}
+#endif  // AVX3
+
+}  // namespace rpa::fast::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // RPA_FAST_BF16_GROUP_INL_H_
