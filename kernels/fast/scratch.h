@@ -12,7 +12,7 @@ namespace rpa::fast {
 
 // Keys per KV block: one softmax rescale per block; a multiple of 16 (the
 // register block of every tile shape).
-inline constexpr int64_t kBlockKeys = 32;
+inline constexpr int64_t kBlockKeys = 64;
 // Keys per block of TileGroup (decode): smaller, so the prefetch of the next
 // block is a short burst (measured faster than 32 or 64 on the bench's decode).
 inline constexpr int64_t kGroupBlockKeys = 16;
