@@ -63,9 +63,9 @@ RPA_FAST_BF16G_ATTR HWY_INLINE __m512 SumEach16(const __m512* a) {
 // in all) by float32 FMAs over head_dim, K widened from 64-byte loads:
 // even elements are the words shifted left by 16, odd ones the words with
 // the low half cleared (qeo holds each q row in that even/odd order).
-// krows[t * kH + hh]: the K row of token t, head hh. Score (t, hh, row r) goes to sa + ((hh * NG + r / 4) * kBlock + t)
-// * 4 + r % 4, i.e. per head and group of 4 rows, [key][4] - so a token's
-// heads are read in address order, the order the hardware prefetchers follow.
+// krows[t * kH + hh]: the K row of token t, head hh. The score of (t, hh,
+// row r) goes to sa + ((hh * NG + r / 4) * kGroupBlockKeys + t) * 4 + r % 4:
+// per head and group of 4 rows, [key][4], the softmax's layout.
 template <int kT, int kH, int kR>
 RPA_FAST_BF16G_ATTR HWY_INLINE void QKStepBf16(const float* HWY_RESTRICT qeo, size_t q_head_stride, int64_t D,
                                                 const uint8_t* const* krows, float* HWY_RESTRICT sa,
