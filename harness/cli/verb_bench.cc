@@ -53,7 +53,7 @@ const VerbRegistration kRegistration{
       auto opt = std::make_shared<Options>();
       sub.add_flag("--json", opt->json, "print one JSON object: {\"ceilings\": {...}, \"rows\": [...]}");
       sub.add_flag("--quick", opt->quick, "fewer repeats; reference and tiled rows on the mixed shape only");
-      sub.add_option("--repeats", opt->repeats, "timed calls per fast row (default 10, 5 with --quick)")
+      sub.add_option("--repeats", opt->repeats, "timed calls per fast row (default 21, 15 with --quick)")
           ->check(CLI::Range(1, 1000));
       sub.add_option("--threads", opt->threads, "threads (default: every hardware thread)")->check(CLI::Range(1, 1024));
       // Filters (repeatable or comma-separated); a row is run when it matches every given one.

@@ -1,6 +1,7 @@
 // A small persistent std::thread pool for the fast kernel: run a function on N workers and wait.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -24,19 +25,30 @@ class ThreadPool {
   // std::thread::hardware_concurrency(), at least 1.
   static int hardware_threads();
 
+  // How long an idle worker, or a caller waiting for the workers, polls
+  // before it sleeps on a condition variable. Waking a sleeping thread
+  // costs tens to hundreds of microseconds on a virtual machine - a tenth
+  // of a decode step - so a worker between kernel calls keeps polling a
+  // while (as OpenMP runtimes do), with a pause instruction per poll.
+  static constexpr int64_t kSpinMicros = 5000;
+
  private:
-  void worker_loop(int index);
+  void worker_loop(int index, uint64_t seen);
   void ensure_workers(int n);
 
   std::mutex run_mutex_;  // one run() at a time
-  std::mutex mutex_;
+  std::mutex mutex_;      // guards the sleeping paths only
   std::condition_variable wake_, done_;
   std::vector<std::thread> workers_;
+  // Written by run() before it bumps generation_ (release); read by the
+  // workers after they see the new generation (acquire).
   const std::function<void(int)>* task_ = nullptr;
-  int task_n_ = 0;          // parts of the current task
-  uint64_t generation_ = 0; // bumped per task
-  int pending_ = 0;         // helper parts not yet finished
-  bool stop_ = false;
+  int task_n_ = 0;
+  std::atomic<uint64_t> generation_{0};  // bumped per task
+  std::atomic<int> pending_{0};          // workers yet to finish (or skip) the current task
+  std::atomic<int> sleepers_{0};         // workers asleep on wake_
+  std::atomic<bool> caller_sleeps_{false};
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace rpa::fast
