@@ -198,13 +198,19 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
     }
 
     // Skip proof, K side: the sequence's K statistics (kept with the cache).
-    bool finite = true;
-    double kmax = 0;
-    for (int64_t j = 0; j < s.num_keys; ++j) {
-      const int64_t slot = int64_t(plan.pages[i * pps + j / ps]) * ps + j % ps;
-      finite = finite && kv.nonfinite[slot] == 0;
-      kmax = std::max(kmax, double(kv.k_absmax[slot]));
+    // Page by page: a page's slots are contiguous in the statistics.
+    uint8_t nonfinite = 0;
+    float kmax_f = 0.0f;
+    for (int64_t j0 = 0; j0 < s.num_keys; j0 += ps) {
+      const int64_t base = int64_t(plan.pages[i * pps + j0 / ps]) * ps;
+      const int64_t n_slots = std::min(ps, s.num_keys - j0);
+      for (int64_t k = 0; k < n_slots; ++k) {
+        nonfinite |= kv.nonfinite[size_t(base + k)];
+        kmax_f = std::max(kmax_f, kv.k_absmax[size_t(base + k)]);
+      }
     }
+    const bool finite = nonfinite == 0;
+    const double kmax = kmax_f;
     // Tiles find their keys from their first and last rows, which needs the
     // ranges to move monotonically: no int32 wraparound in q_span (or in
     // q_span - sliding_window) over the sequence.
