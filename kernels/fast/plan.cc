@@ -83,8 +83,14 @@ bool q_rows_allow_skip(const KernelCtx& c, const SeqPlan& s, double kmax, int64_
 bool tile_skip_masked(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_t row1) {
   if (s.skip_masked) return true;
   if (!s.skip_kv || row1 <= row0) return false;
-  const int64_t G = c.group;
-  return q_rows_allow_skip(c, s, s.kmax, row0 / G, (row1 - 1) / G + 1, g * G, (g + 1) * G);
+  const int64_t G = c.group, t0 = row0 / G, t1 = (row1 - 1) / G;
+  if (nothing_to_skip(c, s, t0, t1)) return false;  // the proof would change nothing: no pass over q
+  return q_rows_allow_skip(c, s, s.kmax, t0, t1 + 1, g * G, (g + 1) * G);
+}
+
+bool nothing_to_skip(const KernelCtx& c, const SeqPlan& s, int64_t t0, int64_t t1) {
+  const RowRange r = tile_key_range(c, s, t0, t1);
+  return r.lo <= 0 && r.hi >= s.num_keys - 1;
 }
 
 RowRange row_range(const KernelCtx& c, const SeqPlan& s, int64_t t) {
@@ -223,7 +229,7 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
     // are planned from the result); a tile proves its own rows while it has
     // them in cache (tile_skip_masked), so q is not read twice per call.
     const int64_t rows = s.num_tokens * c.group;
-    if (s.skip_kv && rows > 0 && rows <= shape.group_rows)
+    if (s.skip_kv && rows > 0 && rows <= shape.group_rows && !nothing_to_skip(c, s, 0, s.num_tokens - 1))
       s.skip_masked = q_rows_allow_skip(c, s, kmax, 0, s.num_tokens, 0, Hq);
     plan.seqs.push_back(s);
   }

@@ -114,6 +114,11 @@ bool masked_negligible(const KernelCtx& c, double q1max, double kmax);
 // own q rows.
 bool tile_skip_masked(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_t row1);
 
+// Whether tokens [t0, t1] of `s` attend every key between them (a causal
+// decode step, say): no block is masked for all their rows, so the skip
+// proof has nothing to decide.
+bool nothing_to_skip(const KernelCtx& c, const SeqPlan& s, int64_t t0, int64_t t1);
+
 // Builds the plan for the SIMD code's `shape`; `allow_skip`: false visits
 // every key of every sequence.
 // Fails (returns false, `error` set) only for inputs no implementation can
