@@ -166,40 +166,11 @@ inline void UnpermuteRow(const float* HWY_RESTRICT o, int64_t D, float* HWY_REST
 // The item; see TileGroup for the arguments. At most kMaxRowsA rows per head.
 RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0,
                                    int64_t k1, float* partial, Scratch& sc) {
-  const DF df;
-  const DI di;
-  constexpr size_t N = 16;
-  const int64_t R = s.num_tokens * c.group, D = c.head_dim;
-  const int64_t NG = (R + 3) / 4;
+  const int64_t D = c.head_dim;
+  const GroupState g = StartGroup(c, s, nh, k0, k1, sc);
+  const int64_t R = g.R, NG = g.NG;
+  const TileKeys& keys = g.keys;
   const size_t rows_stride = size_t(NG) * 4 * size_t(D);  // one head's rows in qa / o
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-  int32_t* lo = sc.lo.get();
-  int32_t* hi = sc.hi.get();
-  for (int64_t r = 0; r < NG * 4; ++r) {
-    if (r < R) {
-      const RowRange rr = row_range(c, s, r / c.group);
-      lo[r] = int32_t(rr.lo);
-      hi[r] = int32_t(rr.hi);
-    } else {
-      lo[r] = 0;
-      hi[r] = std::numeric_limits<int32_t>::max();
-    }
-  }
-  TileKeys keys = KeysOfTile(c, s, 0, R, lo, hi, s.skip_masked);
-  keys.range.lo = std::max(keys.range.lo, k0);
-  keys.range.hi = std::min(keys.range.hi, k1);
-
-  int32_t* lo_p = sc.lo_p.get();  // [NG][N]
-  int32_t* hi_p = sc.hi_p.get();
-  float* m_p = sc.m_p.get();      // [nh][NG][N]
-  float* l_p = sc.l_p.get();
-  for (int64_t gi = 0; gi < NG; ++gi)
-    for (size_t i = 0; i < N; ++i) lo_p[gi * N + i] = lo[gi * 4 + i % 4], hi_p[gi * N + i] = hi[gi * 4 + i % 4];
-  for (int64_t i = 0; i < nh * NG * int64_t(N); ++i) m_p[i] = kNegInf, l_p[i] = 0.0f;
-  int32_t* perms = sc.perms.get();
-  for (size_t step = 4, k = 0; step < N; step *= 2, ++k)
-    for (size_t i = 0; i < N; ++i) perms[k * N + i] = int32_t(i ^ step);
 
   // q rows in even/odd order per 32-element chunk; o zeroed.
   float* qa = sc.qt.get();  // [nh][NG * 4][D]
@@ -217,22 +188,8 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   float* sa = sc.st.get();                                   // [keys][4] probabilities of a group
   uint32_t* pw = reinterpret_cast<uint32_t*>(sc.lsum.get());  // [key pairs][4] bfloat16 pairs
 
-  const VF neg_inf = hn::Set(df, kNegInf);
-  const VF mask_v = hn::Set(df, c.mask_value);
-  const VF cap_v = hn::Set(df, c.soft_cap);
-  const VF sm_v = hn::Set(df, c.sm_scale);
-  const int64_t ps = c.page_size, row_bytes = D * 2;
-  const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
+  const int64_t row_bytes = D * 2;
   const uint8_t* zero = reinterpret_cast<const uint8_t*>(sc.zero.get());
-  // K of head h0 of keys [k, k + n) (heads follow as K, V, K, V, ...),
-  // walking the page table without a division per key.
-  const auto token_heads = [&](int64_t k, int64_t n, const uint8_t** out) {
-    int64_t page = k / ps, off = k % ps;
-    for (int64_t j = 0; j < n; ++j) {
-      out[j] = c.kv + ((int64_t(pages[page]) * ps + off) * c.num_combined_kv_heads + 2 * h0) * row_bytes;
-      if (++off == ps) off = 0, ++page;
-    }
-  };
   // Every head's K and V rows of a token (contiguous in its page row) into
   // L1; a row pair is a multiple of 256 bytes (head_dim % 64 == 0).
   const int64_t token_bytes = 2 * nh * row_bytes;
@@ -247,10 +204,7 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   const uint8_t* tok_bufs[2][kGroupBlockKeys];
   const uint8_t** tok = tok_bufs[0];       // the block's tokens
   const uint8_t** tok_next = tok_bufs[1];  // the next block's
-  token_heads(keys.range.lo, std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - keys.range.lo), tok);
-  const auto lane_key = hn::ShiftRight<2>(hn::Iota(di, 0));
-  const auto max_op = [](VF a, VF b) { return hn::Max(a, b); };
-  const auto add_op = [](VF a, VF b) { return hn::Add(a, b); };
+  TokenRows(c, s, h0, keys.range.lo, std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - keys.range.lo), tok);
   const uint8_t* vr[kGroupBlockKeys + 2];
 
   // Block by block (a block of every head is a few contiguous page rows,
@@ -259,9 +213,8 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
     const int64_t nb = std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - b0);
     const int64_t nb4 = (nb + 3) / 4 * 4, nb8 = (nb + 7) / 8 * 8;
     const int64_t nb_next = std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - (b0 + kGroupBlockKeys));
-    if (nb_next > 0) token_heads(b0 + kGroupBlockKeys, nb_next, tok_next);
+    if (nb_next > 0) TokenRows(c, s, h0, b0 + kGroupBlockKeys, nb_next, tok_next);
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
-    const auto last_key = hn::Set(di, int32_t(b0 + nb - 1));
     for (int64_t h = 0; h < nh; ++h) {
       const int64_t hoff = 2 * h * row_bytes;
       // The next block ahead of its use, a share of its tokens per head, in
@@ -282,40 +235,7 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
       for (int64_t j = 0; j < nb8; ++j) vr[j] = j < nb ? tok[j] + hoff + row_bytes : zero;
       for (int64_t gi = 0; gi < NG; ++gi) {
         float* sg = sa + (h * NG + gi) * kGroupBlockKeys * 4;  // [key][4]
-        const auto lo_v = hn::Load(di, lo_p + gi * N);
-        const auto hi_v = hn::Load(di, hi_p + gi * N);
-        VF mb = neg_inf;
-        for (int64_t j0 = 0; j0 < nb4; j0 += 4) {
-          VF v = hn::Mul(hn::Load(df, sg + j0 * 4), sm_v);
-          if (c.has_soft_cap) v = SoftCap(df, v, cap_v);
-          const auto key = hn::Add(hn::Set(di, int32_t(b0 + j0)), lane_key);
-          if (need_mask) {
-            const auto masked = hn::Or(hn::Lt(key, lo_v), hn::Gt(key, hi_v));
-            v = hn::IfThenElse(hn::RebindMask(df, masked), hn::Add(v, mask_v), v);
-          }
-          v = hn::IfThenElse(hn::RebindMask(df, hn::Gt(key, last_key)), neg_inf, v);
-          hn::Store(v, df, sg + j0 * 4);
-          mb = hn::Max(mb, v);
-        }
-        for (int64_t j0 = nb4; j0 < nb8; j0 += 4) hn::Store(neg_inf, df, sg + j0 * 4);
-        // Online softmax (see TileGroup): a NaN score makes its p NaN, so
-        // the row ends NaN whatever the max keeps.
-        float* mh = m_p + (h * NG + gi) * int64_t(N);
-        float* lh = l_p + (h * NG + gi) * int64_t(N);
-        const VF m_old = hn::Load(df, mh);
-        const VF m_new = hn::Max(m_old, ReduceGroups(df, mb, perms, max_op));
-        const VF m_use = hn::IfThenZeroElse(hn::Eq(m_new, neg_inf), m_new);
-        const VF a = ExpKeepNaN(df, hn::Sub(m_old, m_use));
-        hn::Store(m_new, df, mh);
-        hn::Store(a, df, alpha);
-        VF ls = hn::Zero(df);
-        for (int64_t j0 = 0; j0 < nb8; j0 += 4) {
-          float* sp = sg + j0 * 4;
-          const VF pv = ExpKeepNaN(df, hn::Sub(hn::Load(df, sp), m_use));
-          hn::Store(pv, df, sp);
-          ls = hn::Add(ls, pv);
-        }
-        hn::Store(hn::MulAdd(hn::Load(df, lh), a, ls), df, lh);
+        GroupBlockSoftmax(c, g, h, gi, sg, nb4, nb8, b0, nb, need_mask, alpha);
         PairProbabilities(sg, nb8, pw);
         float* oh = o + h * rows_stride + gi * 4 * D;
         for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Kv(oh, D, alpha, pw, nb8 / 2, vr, c0);
@@ -323,26 +243,13 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
     }
     std::swap(tok, tok_next);
   }
-  HWY_ALIGN float row[hn::MaxLanes(df) * 64];  // head_dim <= 1024 is enough for any case that gets here
-  float* ordered = D <= int64_t(sizeof(row) / sizeof(float)) ? row : sc.kbuf.get();
-  for (int64_t h = 0; h < nh; ++h) {
-    for (int64_t gi = 0; gi < NG; ++gi) {
-      HWY_ALIGN float lsum[N];
-      const float* mh = m_p + (h * NG + gi) * int64_t(N);
-      hn::Store(ReduceGroups(df, hn::Load(df, l_p + (h * NG + gi) * int64_t(N)), perms, add_op), df, lsum);
-      for (int64_t r = gi * 4; r < std::min<int64_t>(R, gi * 4 + 4); ++r) {
-        UnpermuteRow(o + h * rows_stride + r * D, D, ordered);
-        if (partial == nullptr) {
-          WriteRow(c, s, h0 + h, r, ordered, lsum[r % 4]);
-        } else {
-          float* dst = partial + (h * R + r) * (2 + D);
-          dst[0] = mh[r % 4];
-          dst[1] = lsum[r % 4];
-          std::memcpy(dst + 2, ordered, size_t(D) * sizeof(float));
-        }
-      }
-    }
-  }
+  // head_dim <= 1024 fits the stack buffer; larger rows use the K scratch.
+  HWY_ALIGN float row[1024];
+  float* ordered = D <= 1024 ? row : sc.kbuf.get();
+  FinishGroup(c, s, g, h0, nh, partial, [&](int64_t h, int64_t r) {
+    UnpermuteRow(o + h * rows_stride + r * D, D, ordered);
+    return static_cast<const float*>(ordered);
+  });
 }
 
 inline bool RunBf16Group(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1,

@@ -424,6 +424,150 @@ HWY_INLINE VF ReduceGroups(DF df, VF v, const int32_t* perms, Op op) {
   return v;
 }
 
+// K of head h0 of keys [k, k + n) of `s` (heads follow as K, V, K, V, ...,
+// the token's row of every head contiguous in its page), walking the page
+// table without a division per key.
+inline void TokenRows(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t k, int64_t n, const uint8_t** out) {
+  const int64_t ps = c.page_size, row_bytes = c.head_dim * c.kv_elem_bytes;
+  const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
+  int64_t page = k / ps, off = k % ps;
+  for (int64_t j = 0; j < n; ++j) {
+    out[j] = c.kv + ((int64_t(pages[page]) * ps + off) * c.num_combined_kv_heads + 2 * h0) * row_bytes;
+    if (++off == ps) off = 0, ++page;
+  }
+}
+
+// The state of a group item (TileGroup, GroupBf16): the keys it visits and,
+// per (head, group of 4 rows), the online softmax in the score layout
+// (lane i: row i % 4): lo / hi of the attended keys, the running max m and
+// the unreduced sum l (lane i: a share of row i % 4).
+struct GroupState {
+  int64_t R = 0, NG = 0;  // rows per KV head, groups of 4
+  TileKeys keys;
+  int32_t* lo_p = nullptr;  // [NG][lanes]
+  int32_t* hi_p = nullptr;
+  float* m_p = nullptr;     // [nh][NG][lanes]
+  float* l_p = nullptr;
+  int32_t* perms = nullptr;  // ReduceGroups' lane permutations
+};
+
+// Sets up the state of a group item over keys [k0, k1] of its range.
+inline GroupState StartGroup(const KernelCtx& c, const SeqPlan& s, int64_t nh, int64_t k0, int64_t k1,
+                             Scratch& sc) {
+  const size_t N = hn::Lanes(DF());
+  GroupState g;
+  g.R = s.num_tokens * c.group;
+  g.NG = (g.R + 3) / 4;
+  int32_t* lo = sc.lo.get();
+  int32_t* hi = sc.hi.get();
+  for (int64_t r = 0; r < g.NG * 4; ++r) {
+    if (r < g.R) {
+      const RowRange rr = row_range(c, s, r / c.group);
+      lo[r] = int32_t(rr.lo);
+      hi[r] = int32_t(rr.hi);
+    } else {
+      lo[r] = 0;
+      hi[r] = std::numeric_limits<int32_t>::max();
+    }
+  }
+  g.keys = KeysOfTile(c, s, 0, g.R, lo, hi, s.skip_masked);
+  g.keys.range.lo = std::max(g.keys.range.lo, k0);
+  g.keys.range.hi = std::min(g.keys.range.hi, k1);
+  g.lo_p = sc.lo_p.get();
+  g.hi_p = sc.hi_p.get();
+  g.m_p = sc.m_p.get();
+  g.l_p = sc.l_p.get();
+  g.perms = sc.perms.get();
+  for (int64_t gi = 0; gi < g.NG; ++gi)
+    for (size_t i = 0; i < N; ++i) g.lo_p[gi * N + i] = lo[gi * 4 + i % 4], g.hi_p[gi * N + i] = hi[gi * 4 + i % 4];
+  for (int64_t i = 0; i < nh * g.NG * int64_t(N); ++i)
+    g.m_p[i] = -std::numeric_limits<float>::infinity(), g.l_p[i] = 0.0f;
+  for (size_t step = 4, k = 0; step < N; step *= 2, ++k)  // lane i -> i ^ step, for step = 4, 8, ... < N
+    for (size_t i = 0; i < N; ++i) g.perms[k * N + i] = int32_t(i ^ step);
+  return g;
+}
+
+// One block of (head h, group gi): sg holds the raw scores q.k of keys
+// [b0, b0 + nq) as [key][4] (nq a multiple of lanes / 4); they become
+// probabilities, with keys [nq, npad) set to -inf (p = 0): sm_scale, soft
+// cap and mask (kernel.py:132-141), keys past the block's nb -inf; m_new =
+// max(m, block max), a max of -inf used as 0 so rows with no finite score
+// yet stay finite; p = e^(s - m_new), l = l * e^(m - m_new) + sum p; the
+// rows' rescale factors e^(m - m_new) in alpha's lanes 0..3. A NaN score
+// makes its p NaN, so the row ends NaN whatever the max keeps.
+inline void GroupBlockSoftmax(const KernelCtx& c, const GroupState& g, int64_t h, int64_t gi, float* HWY_RESTRICT sg,
+                              int64_t nq, int64_t npad, int64_t b0, int64_t nb, bool need_mask, float* alpha) {
+  const DF df;
+  const DI di;
+  const size_t N = hn::Lanes(df);
+  const int64_t KG = int64_t(N / 4);
+  const VF neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
+  const auto lo_v = hn::Load(di, g.lo_p + gi * int64_t(N));
+  const auto hi_v = hn::Load(di, g.hi_p + gi * int64_t(N));
+  const auto last_key = hn::Set(di, int32_t(b0 + nb - 1));
+  const auto lane_key = hn::ShiftRight<2>(hn::Iota(di, 0));
+  VF mb = neg_inf;
+  for (int64_t j0 = 0; j0 < nq; j0 += KG) {
+    VF v = hn::Mul(hn::Load(df, sg + j0 * 4), hn::Set(df, c.sm_scale));
+    if (c.has_soft_cap) v = SoftCap(df, v, hn::Set(df, c.soft_cap));
+    const auto key = hn::Add(hn::Set(di, int32_t(b0 + j0)), lane_key);
+    if (need_mask) {
+      const auto masked = hn::Or(hn::Lt(key, lo_v), hn::Gt(key, hi_v));
+      v = hn::IfThenElse(hn::RebindMask(df, masked), hn::Add(v, hn::Set(df, c.mask_value)), v);
+    }
+    v = hn::IfThenElse(hn::RebindMask(df, hn::Gt(key, last_key)), neg_inf, v);
+    hn::Store(v, df, sg + j0 * 4);
+    mb = hn::Max(mb, v);
+  }
+  for (int64_t j0 = nq; j0 < npad; j0 += KG) hn::Store(neg_inf, df, sg + j0 * 4);
+  float* mh = g.m_p + (h * g.NG + gi) * int64_t(N);
+  float* lh = g.l_p + (h * g.NG + gi) * int64_t(N);
+  const VF m_old = hn::Load(df, mh);
+  const VF m_new = hn::Max(m_old, ReduceGroups(df, mb, g.perms, [](VF a, VF b) { return hn::Max(a, b); }));
+  const VF m_use = hn::IfThenZeroElse(hn::Eq(m_new, neg_inf), m_new);
+  const VF a = ExpKeepNaN(df, hn::Sub(m_old, m_use));
+  hn::Store(m_new, df, mh);
+  hn::Store(a, df, alpha);
+  VF ls = hn::Zero(df);
+  for (int64_t j0 = 0; j0 < npad; j0 += KG) {
+    const VF pv = ExpKeepNaN(df, hn::Sub(hn::Load(df, sg + j0 * 4), m_use));
+    hn::Store(pv, df, sg + j0 * 4);
+    ls = hn::Add(ls, pv);
+  }
+  hn::Store(hn::MulAdd(hn::Load(df, lh), a, ls), df, lh);
+}
+
+// The item's rows: O / l cast to q's dtype, or (m, l, O) per row at
+// `partial` for merge_partials. row_of(h, r, scratch) returns row r of
+// head h's accumulator in head_dim order (possibly unpermuted into scratch).
+template <class RowOf>
+inline void FinishGroup(const KernelCtx& c, const SeqPlan& s, const GroupState& g, int64_t h0, int64_t nh,
+                        float* partial, RowOf row_of) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const int64_t D = c.head_dim;
+  for (int64_t h = 0; h < nh; ++h) {
+    for (int64_t gi = 0; gi < g.NG; ++gi) {
+      HWY_ALIGN float lsum[hn::MaxLanes(df)];
+      const float* mh = g.m_p + (h * g.NG + gi) * int64_t(N);
+      hn::Store(ReduceGroups(df, hn::Load(df, g.l_p + (h * g.NG + gi) * int64_t(N)), g.perms,
+                             [](VF a, VF b) { return hn::Add(a, b); }),
+                df, lsum);
+      for (int64_t r = gi * 4; r < std::min<int64_t>(g.R, gi * 4 + 4); ++r) {
+        const float* orow = row_of(h, r);
+        if (partial == nullptr) {
+          WriteRow(c, s, h0 + h, r, orow, lsum[r % 4]);
+        } else {
+          float* dst = partial + (h * g.R + r) * (2 + D);
+          dst[0] = mh[r % 4];
+          dst[1] = lsum[r % 4];
+          std::memcpy(dst + 2, orow, size_t(D) * sizeof(float));
+        }
+      }
+    }
+  }
+}
+
 // All rows (at most kMaxRowsA, in groups of 4) of KV heads [h0, h0 + nh)
 // of a sequence, over keys [k0, k1] of their range. Each block's K and V
 // rows are prefetched one block ahead, head by head, in short bursts spread
@@ -443,40 +587,12 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
   const DI di;
   const size_t N = hn::Lanes(df);
   const size_t KG = N / 4;  // keys per register block
-  const int64_t R = s.num_tokens * c.group, D = c.head_dim;
+  const int64_t D = c.head_dim;
   const size_t Dp = sc.Dp;
-  const int64_t NG = (R + 3) / 4;
+  const GroupState g = StartGroup(c, s, nh, k0, k1, sc);
+  const int64_t R = g.R, NG = g.NG;
+  const TileKeys& keys = g.keys;
   const size_t rows_stride = size_t(NG) * 4 * Dp;  // one head's rows in qa / o
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-  int32_t* lo = sc.lo.get();
-  int32_t* hi = sc.hi.get();
-  for (int64_t r = 0; r < NG * 4; ++r) {
-    if (r < R) {
-      const RowRange rr = row_range(c, s, r / c.group);
-      lo[r] = int32_t(rr.lo);
-      hi[r] = int32_t(rr.hi);
-    } else {
-      lo[r] = 0;
-      hi[r] = std::numeric_limits<int32_t>::max();
-    }
-  }
-  TileKeys keys = KeysOfTile(c, s, 0, R, lo, hi, s.skip_masked);
-  keys.range.lo = std::max(keys.range.lo, k0);
-  keys.range.hi = std::min(keys.range.hi, k1);
-
-  // Per group of rows: lo / hi in the score layout. Per (head, group): the
-  // running max m and the unreduced sum l (lane i: a share of row i % 4).
-  int32_t* lo_p = sc.lo_p.get();  // [NG][N]
-  int32_t* hi_p = sc.hi_p.get();
-  float* m_p = sc.m_p.get();      // [nh][NG][N]
-  float* l_p = sc.l_p.get();
-  for (int64_t gi = 0; gi < NG; ++gi)
-    for (size_t i = 0; i < N; ++i) lo_p[gi * N + i] = lo[gi * 4 + i % 4], hi_p[gi * N + i] = hi[gi * 4 + i % 4];
-  for (int64_t i = 0; i < nh * NG * int64_t(N); ++i) m_p[i] = kNegInf, l_p[i] = 0.0f;
-  int32_t* perms = sc.perms.get();  // lane i -> i ^ step, for step = 4, 8, ... < N
-  for (size_t step = 4, k = 0; step < N; step *= 2, ++k)
-    for (size_t i = 0; i < N; ++i) perms[k * N + i] = int32_t(i ^ step);
 
   float* qa = sc.qt.get();  // [nh][NG * 4][Dp], zero padded
   float* o = sc.o.get();    // [nh][NG * 4][Dp]
@@ -488,25 +604,10 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
   float* alpha = sc.alpha.get();
 
   float* sa = sc.st.get();  // [keys][4] for the group being computed
-  const VF neg_inf = hn::Set(df, kNegInf);
-  const VF mask_v = hn::Set(df, c.mask_value);
-  const VF cap_v = hn::Set(df, c.soft_cap);
-  const VF sm_v = hn::Set(df, c.sm_scale);
   const ConvertFn convert = ConverterFor(c.kv_dtype);
   const RowRead kread{native && c.has_k_scale, c.k_scale, c.q_dtype};
   const RowRead vread{native && c.has_v_scale, c.v_scale, c.q_dtype};
-  const int64_t ps = c.page_size;
   const int64_t row_bytes = D * c.kv_elem_bytes;
-  const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
-  // K of head h0 of keys [k, k + n) (heads follow as K, V, K, V, ...),
-  // walking the page table without a division per key.
-  const auto token_heads = [&](int64_t k, int64_t n, const uint8_t** out) {
-    int64_t page = k / ps, off = k % ps;
-    for (int64_t j = 0; j < n; ++j) {
-      out[j] = c.kv + ((int64_t(pages[page]) * ps + off) * c.num_combined_kv_heads + 2 * h0) * row_bytes;
-      if (++off == ps) off = 0, ++page;
-    }
-  };
   // K and V rows of head h of the tokens `tok[0 .. n)`, into L1.
   const auto prefetch_rows = [&](const uint8_t* const* tok, int64_t n, int64_t h) {
     for (int64_t j = 0; j < n; ++j) {
@@ -517,16 +618,13 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
   const uint8_t* tok_bufs[2][kGroupBlockKeys];
   const uint8_t** tok = tok_bufs[0];       // the block's tokens
   const uint8_t** tok_next = tok_bufs[1];  // the next block's
-  token_heads(keys.range.lo, std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - keys.range.lo), tok);
-  const auto lane_key = hn::ShiftRight<2>(hn::Iota(di, 0));
-  const auto max_op = [](VF a, VF b) { return hn::Max(a, b); };
-  const auto add_op = [](VF a, VF b) { return hn::Add(a, b); };
+  TokenRows(c, s, h0, keys.range.lo, std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - keys.range.lo), tok);
 
   for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += kGroupBlockKeys) {
     const int64_t nb = std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - b0);
     const int64_t nbp = (nb + int64_t(KG) - 1) / int64_t(KG) * int64_t(KG);
     const int64_t nb_next = std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - (b0 + kGroupBlockKeys));
-    if (nb_next > 0) token_heads(b0 + kGroupBlockKeys, nb_next, tok_next);
+    if (nb_next > 0) TokenRows(c, s, h0, b0 + kGroupBlockKeys, nb_next, tok_next);
     for (int64_t j = 0; j < nb; ++j) {
       const uint8_t* t = tok[j];
       for (int64_t h = 0; h < nh; ++h) {
@@ -545,7 +643,6 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
       }
     }
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
-    const auto last_key = hn::Set(di, int32_t(b0 + nb - 1));
     for (int64_t h = 0; h < nh; ++h) {
       // Ahead of their use: the next head's K and V rows (a head of a block
       // is a few KiB; a whole block of every head would not fit in L1
@@ -559,69 +656,21 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
       const uint8_t* const* vrow = sc.vrow.data() + h * kGroupBlockKeys;
       for (int64_t gi = 0; gi < NG; ++gi) {
         const float* q0 = qa + h * rows_stride + gi * 4 * Dp;
-        const auto lo_v = hn::Load(di, lo_p + gi * N);
-        const auto hi_v = hn::Load(di, hi_p + gi * N);
-        // Scores (soft cap, mask, block tail -inf) and their max per row.
-        VF mb = neg_inf;
         for (int64_t j0 = 0; j0 < nbp; j0 += int64_t(KG)) {
-          // Keys past the block read zeros (their scores become -inf below).
+          // Keys past the block read zeros (their scores become -inf).
           const uint8_t* kr[hn::MaxLanes(df) / 4 + 1];
           for (size_t jj = 0; jj < KG; ++jj)
             kr[jj] = int64_t(j0 + jj) < nb ? krow[j0 + jj] : reinterpret_cast<const uint8_t*>(sc.zero.get());
-          VF v = hn::Mul(kread.scaled ? QKGroup<kRow, true>(q0, Dp, kr, kread) : QKGroup<kRow, false>(q0, Dp, kr, kread),
-                         sm_v);
-          if (c.has_soft_cap) v = SoftCap(df, v, cap_v);
-          const auto key = hn::Add(hn::Set(di, int32_t(b0 + j0)), lane_key);
-          if (need_mask) {
-            const auto masked = hn::Or(hn::Lt(key, lo_v), hn::Gt(key, hi_v));
-            v = hn::IfThenElse(hn::RebindMask(df, masked), hn::Add(v, mask_v), v);
-          }
-          v = hn::IfThenElse(hn::RebindMask(df, hn::Gt(key, last_key)), neg_inf, v);
-          hn::Store(v, df, sa + j0 * 4);
-          mb = hn::Max(mb, v);
+          hn::Store(kread.scaled ? QKGroup<kRow, true>(q0, Dp, kr, kread) : QKGroup<kRow, false>(q0, Dp, kr, kread),
+                    df, sa + j0 * 4);
         }
-        // m_new = max(m, block max); a max of -inf uses 0 so rows with no
-        // finite score yet stay finite. A NaN score anywhere makes its
-        // p NaN, so the row ends NaN whatever the max keeps.
-        float* mh = m_p + (h * NG + gi) * int64_t(N);
-        float* lh = l_p + (h * NG + gi) * int64_t(N);
-        const VF m_old = hn::Load(df, mh);
-        const VF m_new = hn::Max(m_old, ReduceGroups(df, mb, perms, max_op));
-        const VF m_use = hn::IfThenZeroElse(hn::Eq(m_new, neg_inf), m_new);
-        const VF a = ExpKeepNaN(df, hn::Sub(m_old, m_use));
-        hn::Store(m_new, df, mh);
-        hn::Store(a, df, alpha);  // lanes 0..3: the rows' rescale factors
-        VF ls = hn::Zero(df);
-        for (int64_t j0 = 0; j0 < nbp; j0 += int64_t(KG)) {
-          float* sp = sa + j0 * 4;
-          const VF pv = ExpKeepNaN(df, hn::Sub(hn::Load(df, sp), m_use));
-          hn::Store(pv, df, sp);
-          ls = hn::Add(ls, pv);
-        }
-        hn::Store(hn::MulAdd(hn::Load(df, lh), a, ls), df, lh);
+        GroupBlockSoftmax(c, g, h, gi, sa, nbp, nbp, b0, nb, need_mask, alpha);
         PVRows<4, kRow>(o + h * rows_stride + gi * 4 * Dp, Dp, alpha, sa, 4, nb, vrow, vread);
       }
     }
     std::swap(tok, tok_next);
   }
-  for (int64_t h = 0; h < nh; ++h) {
-    for (int64_t gi = 0; gi < NG; ++gi) {
-      HWY_ALIGN float lsum[hn::MaxLanes(df)];
-      const float* mh = m_p + (h * NG + gi) * int64_t(N);
-      hn::Store(ReduceGroups(df, hn::Load(df, l_p + (h * NG + gi) * int64_t(N)), perms, add_op), df, lsum);
-      for (int64_t r = gi * 4; r < std::min<int64_t>(R, gi * 4 + 4); ++r) {
-        const float* orow = o + h * rows_stride + r * Dp;
-        if (partial == nullptr) {
-          WriteRow(c, s, h0 + h, r, orow, lsum[r % 4]);
-        } else {
-          float* dst = partial + (h * R + r) * (2 + D);
-          dst[0] = mh[r % 4];
-          dst[1] = lsum[r % 4];
-          std::memcpy(dst + 2, orow, size_t(D) * sizeof(float));
-        }
-      }
-    }
-  }
+  FinishGroup(c, s, g, h0, nh, partial, [&](int64_t h, int64_t r) { return o + h * rows_stride + r * Dp; });
 }
 
 #endif  // HWY_TARGET != HWY_SCALAR

@@ -361,6 +361,15 @@ void expect_within_bound(const TestCase& c, const std::vector<float>& got) {
   for (size_t o = t.out.size(); o < got.size(); ++o) ASSERT_EQ(got[o], kCanary) << "row past cu_q_lens[num_seqs] written";
 }
 
+// The case again with a sliding window and a soft cap on.
+void expect_within_bound_windowed(TestCase& c, int64_t window, float cap) {
+  c.has_window = true;
+  c.window = window;
+  c.has_cap = true;
+  c.cap = cap;
+  expect_within_bound(c, run_fast(c));
+}
+
 class FastPairs : public ::testing::TestWithParam<std::tuple<DType, DType>> {};
 
 TEST_P(FastPairs, RandomCasesAreWithinTheBoundOfTheExactMath) {
@@ -558,13 +567,9 @@ TEST(FastEdges, SplitDecodeSequencesMergeToTheExactMath) {
       for (float& x : c.kv) x = std::isnan(x) ? x : round_to(kv, x);
       c.sm_scale = 0.3f;
       expect_within_bound(c, run_fast(c));
-      c.has_window = true;
-      c.window = 900;
-      c.has_cap = true;
-      c.cap = 3.0f;
       c.has_v_scale = true;
       c.v_scale = 0.5f;
-      expect_within_bound(c, run_fast(c));
+      expect_within_bound_windowed(c, 900, 3.0f);
     }
   }
 }
@@ -623,11 +628,7 @@ TEST(FastEdges, Bfloat16KvDecodeBatchesOfEveryHeadShape) {
       c.threads = int(1 + rng() % 3);
       SCOPED_TRACE(describe(c) + " G=" + std::to_string(G) + " q_len=" + std::to_string(q_len));
       expect_within_bound(c, run_fast(c));
-      c.has_window = true;
-      c.window = 40;
-      c.has_cap = true;
-      c.cap = 4.0f;
-      expect_within_bound(c, run_fast(c));
+      expect_within_bound_windowed(c, 40, 4.0f);
       c.has_window = false;
       c.has_cap = false;
       c.mask_value = -2.0f;
@@ -645,11 +646,7 @@ TEST(FastEdges, Bfloat16TilesOfEveryRowCount) {
     for (float& x : c.kv) x = round_to(DType::kBFloat16, x);
     c.sm_scale = 0.125f;
     expect_within_bound(c, run_fast(c));
-    c.has_window = true;
-    c.window = 40;
-    c.has_cap = true;
-    c.cap = 5.0f;
-    expect_within_bound(c, run_fast(c));
+    expect_within_bound_windowed(c, 40, 5.0f);
   }
 }
 
