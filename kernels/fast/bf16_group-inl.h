@@ -8,7 +8,9 @@
 //    at kernel.py:131 promotes K to float32), but K is widened from 64-byte
 //    loads in two operations: the even elements are the words shifted left
 //    by 16, the odd ones the words with the low half cleared. q is stored
-//    in that even/odd order once per item.
+//    in that even/odd order once per item. Where q's values are bfloat16,
+//    q.k is VDPBF16PS of q's pairs with K's words as they lie (products of
+//    bfloat16 values are exact in float32): half the instructions.
 //  * the probabilities are rounded to bfloat16 - the reference's own
 //    softmax(...).astype(v.dtype) (kernel.py:142) - and p.v is VDPBF16PS
 //    over key pairs: V rows of two keys interleaved by VPUNPCK{L,H}WD,
@@ -59,47 +61,60 @@ RPA_FAST_BF16G_ATTR HWY_INLINE __m512 SumEach16(const __m512* a) {
   return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], 0x88), _mm512_shuffle_f32x4(d[0], d[1], 0xDD));
 }
 
-// Raw scores (q.k, before sm_scale) of kT tokens x kH heads x kR rows (16
-// in all) by float32 FMAs over head_dim, K widened from 64-byte loads:
-// even elements are the words shifted left by 16, odd ones the words with
-// the low half cleared (qeo holds each q row in that even/odd order).
-// krows[t * kH + hh]: the K row of token t, head hh. The score of (t, hh,
-// row r) goes to sa + ((hh * NG + r / 4) * kGroupBlockKeys + t) * 4 + r % 4:
-// per head and group of 4 rows, [key][4], the softmax's layout.
-template <int kT, int kH, int kR>
-RPA_FAST_BF16G_ATTR HWY_INLINE void QKStepBf16(const float* HWY_RESTRICT qeo, size_t q_head_stride, int64_t D,
-                                                const uint8_t* const* krows, float* HWY_RESTRICT sa,
-                                                int64_t NG) {
-  static_assert(kT * kH * kR == 16 && kR % 4 == 0, "sixteen accumulators");
+// Raw scores (q.k, before sm_scale) of kT tokens x kR rows (16 in all) of
+// one head. kQPairs = false: float32 FMAs over head_dim on q's float32
+// values, K widened from 64-byte loads - even elements are the words
+// shifted left by 16, odd ones the words with the low half cleared (qeo
+// holds each q row in that even/odd order). kQPairs = true (q's values are
+// bfloat16): VDPBF16PS of q's bfloat16 pairs (qeo's words) with K's words
+// as they lie - exact products, as the float32 einsum (kernel.py:131), half
+// the instructions. krows[t]: token t's K row. The score of (t, row r) goes
+// to sa + ((r / 4) * kGroupBlockKeys + t) * 4 + r % 4: per group of 4 rows,
+// [key][4], the softmax's layout.
+template <int kT, int kR, bool kQPairs>
+RPA_FAST_BF16G_ATTR HWY_INLINE void QKStepBf16(const float* HWY_RESTRICT qeo, int64_t D, const uint8_t* const* krows,
+                                                float* HWY_RESTRICT sa) {
+  static_assert(kT * kR == 16 && kR % 4 == 0, "sixteen accumulators");
   __m512 acc[16];
   for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
-  // With 4 rows, q's 8 vectors of a chunk stay in registers beside the 16
-  // accumulators; with 8, they are FMA memory operands.
+  // With 4 rows, q's vectors of a chunk stay in registers beside the 16
+  // accumulators; with 8, they are memory operands.
   constexpr int kQRegs = kR <= 4 ? kR : 1;
   for (int64_t c0 = 0; c0 < D; c0 += 32) {
-    for (int hh = 0; hh < kH; ++hh) {
-      const float* qc = qeo + hh * q_head_stride + c0;
-      __m512 qe[kQRegs], qo[kQRegs];
-      if constexpr (kR <= 4) {
-        for (int r = 0; r < kR; ++r) qe[r] = _mm512_load_ps(qc + r * D), qo[r] = _mm512_load_ps(qc + r * D + 16);
-      }
+    __m512 qe[kQRegs], qo[kQRegs];
+    if constexpr (kQPairs) {
+      const uint32_t* qw = reinterpret_cast<const uint32_t*>(qeo) + c0 / 2;
+      if constexpr (kR <= 4)
+        for (int r = 0; r < kR; ++r) qe[r] = _mm512_castsi512_ps(_mm512_loadu_si512(qw + r * D));
       for (int t = 0; t < kT; ++t) {
-        const uint8_t* kp = krows[t * kH + hh] + 2 * c0;
-        __m512* at = acc + (t * kH + hh) * kR;
-        // Even elements, then odd ones: one widened vector live at a time.
-        const __m512 ke = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_loadu_si512(kp), 16));
-        for (int r = 0; r < kR; ++r)
-          at[r] = _mm512_fmadd_ps(kR <= 4 ? qe[r % kQRegs] : _mm512_load_ps(qc + r * D), ke, at[r]);
-        const __m512 ko = _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(0xAAAAAAAAu, kp));  // odd halves kept
-        for (int r = 0; r < kR; ++r)
-          at[r] = _mm512_fmadd_ps(kR <= 4 ? qo[r % kQRegs] : _mm512_load_ps(qc + r * D + 16), ko, at[r]);
+        const __m512bh k = (__m512bh)_mm512_loadu_si512(krows[t] + 2 * c0);
+        __m512* at = acc + t * kR;
+        for (int r = 0; r < kR; ++r) {
+          const __m512 q = kR <= 4 ? qe[r % kQRegs] : _mm512_castsi512_ps(_mm512_loadu_si512(qw + r * D));
+          at[r] = _mm512_dpbf16_ps(at[r], (__m512bh)q, k);
+        }
       }
+      continue;
+    }
+    const float* qc = qeo + c0;
+    if constexpr (kR <= 4)
+      for (int r = 0; r < kR; ++r) qe[r] = _mm512_load_ps(qc + r * D), qo[r] = _mm512_load_ps(qc + r * D + 16);
+    for (int t = 0; t < kT; ++t) {
+      const uint8_t* kp = krows[t] + 2 * c0;
+      __m512* at = acc + t * kR;
+      // Even elements, then odd ones: one widened vector live at a time.
+      const __m512 ke = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_loadu_si512(kp), 16));
+      for (int r = 0; r < kR; ++r)
+        at[r] = _mm512_fmadd_ps(kR <= 4 ? qe[r % kQRegs] : _mm512_load_ps(qc + r * D), ke, at[r]);
+      const __m512 ko = _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(0xAAAAAAAAu, kp));  // odd halves kept
+      for (int r = 0; r < kR; ++r)
+        at[r] = _mm512_fmadd_ps(kR <= 4 ? qo[r % kQRegs] : _mm512_load_ps(qc + r * D + 16), ko, at[r]);
     }
   }
   const __m512 s = SumEach16(acc);
-  for (int b = 0; b < 4; ++b) {  // lanes 4b .. 4b + 3: one (token, head, group of 4 rows)
-    const int a0 = 4 * b, t = a0 / (kH * kR), hh = (a0 / kR) % kH, gi = (a0 % kR) / 4;
-    float* dst = sa + ((hh * NG + gi) * kGroupBlockKeys + t) * 4;
+  for (int b = 0; b < 4; ++b) {  // lanes 4b .. 4b + 3: one (token, group of 4 rows)
+    const int t = 4 * b / kR, gi = (4 * b % kR) / 4;
+    float* dst = sa + (gi * kGroupBlockKeys + t) * 4;
     switch (b) {
       case 0: _mm_store_ps(dst, _mm512_extractf32x4_ps(s, 0)); break;
       case 1: _mm_store_ps(dst, _mm512_extractf32x4_ps(s, 1)); break;
@@ -172,7 +187,10 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   const TileKeys& keys = g.keys;
   const size_t rows_stride = size_t(NG) * 4 * size_t(D);  // one head's rows in qa / o
 
-  // q rows in even/odd order per 32-element chunk; o zeroed.
+  // q rows as QKStepBf16 reads them: bfloat16 pairs (one word per two
+  // dims) when q's values are bfloat16, else float32 in even/odd order per
+  // 32-element chunk. o zeroed.
+  const bool q_pairs = c.q_dtype == DType::kBFloat16;
   float* qa = sc.qt.get();  // [nh][NG * 4][D]
   float* o = sc.o.get();    // [nh][NG * 4][D], permuted dims
   std::fill(qa, qa + size_t(nh) * rows_stride, 0.0f);
@@ -181,6 +199,16 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
     for (int64_t r = 0; r < R; ++r) {
       const float* q = QRow(c, s, h0 + h, r);
       float* dst = qa + h * rows_stride + r * D;
+      if (q_pairs) {
+        uint32_t* w = reinterpret_cast<uint32_t*>(dst);
+        for (int64_t i = 0; i < D / 2; ++i) {
+          uint32_t a, b;
+          std::memcpy(&a, q + 2 * i, 4);
+          std::memcpy(&b, q + 2 * i + 1, 4);
+          w[i] = (a >> 16) | (b & 0xFFFF0000u);  // exact: the values are bfloat16
+        }
+        continue;
+      }
       for (int64_t c0 = 0; c0 < D; c0 += 32)
         for (int64_t i = 0; i < 16; ++i) dst[c0 + i] = q[c0 + 2 * i], dst[c0 + 16 + i] = q[c0 + 2 * i + 1];
     }
@@ -226,10 +254,11 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
         const uint8_t* kt[4];
         for (int64_t t = 0; t < (NG == 1 ? 4 : 2); ++t) kt[t] = t0 + t < nb ? tok[t0 + t] + hoff : zero;
         float* sdst = sa + (h * NG * kGroupBlockKeys + t0) * 4;
+        const float* qh = qa + h * rows_stride;
         if (NG == 1) {
-          QKStepBf16<4, 1, 4>(qa + h * rows_stride, rows_stride, D, kt, sdst, NG);
+          if (q_pairs) QKStepBf16<4, 4, true>(qh, D, kt, sdst); else QKStepBf16<4, 4, false>(qh, D, kt, sdst);
         } else {
-          QKStepBf16<2, 1, 8>(qa + h * rows_stride, rows_stride, D, kt, sdst, NG);
+          if (q_pairs) QKStepBf16<2, 8, true>(qh, D, kt, sdst); else QKStepBf16<2, 8, false>(qh, D, kt, sdst);
         }
       }
       for (int64_t j = 0; j < nb8; ++j) vr[j] = j < nb ? tok[j] + hoff + row_bytes : zero;
