@@ -264,6 +264,9 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
       for (int64_t j = 0; j < nb8; ++j) vr[j] = j < nb ? tok[j] + hoff + row_bytes : zero;
       for (int64_t gi = 0; gi < NG; ++gi) {
         float* sg = sa + (h * NG + gi) * kGroupBlockKeys * 4;  // [key][4]
+        const uint8_t* kh[kGroupBlockKeys];
+        for (int64_t j = 0; j < nb; ++j) kh[j] = tok[j] + hoff;
+        ExactGroupScoresIfLarge(c, s, h0 + h, gi, R, nb, nb4, kh, /*native=*/true, sg, sc);
         GroupBlockSoftmax(c, g, h, gi, sg, nb4, nb8, b0, nb, need_mask, alpha);
         PairProbabilities(sg, nb8, pw);
         float* oh = o + h * rows_stride + gi * 4 * D;

@@ -29,6 +29,7 @@ struct Scratch {
   bool in_place = false;  // float32 KV read where it lies (no scale, head_dim a multiple of lanes)
   hwy::AlignedFreeUniquePtr<float[]> kbuf, vbuf;  // [kGroupHeads][kBlockKeys][Dp] converted K / V rows
   hwy::AlignedFreeUniquePtr<float[]> zero;        // [Dp] zeros (K rows past a block's end)
+  hwy::AlignedFreeUniquePtr<float[]> exact_k;     // [Dp] a K row converted for ExactGroupScoresIfLarge
   hwy::AlignedFreeUniquePtr<float[]> qt;          // TileB: Q^T [head_dim][4 * lanes]; TileGroup: Q [heads][16][Dp]
   hwy::AlignedFreeUniquePtr<float[]> st;          // scores / probabilities of a block
   hwy::AlignedFreeUniquePtr<float[]> o;           // accumulator [rows][Dp]
@@ -50,6 +51,7 @@ struct Scratch {
     kbuf = hwy::AllocateAligned<float>(size_t(kGroupHeads * kBlockKeys) * Dp);
     vbuf = hwy::AllocateAligned<float>(size_t(kGroupHeads * kBlockKeys) * Dp);
     zero = hwy::AllocateAligned<float>(Dp);
+    exact_k = hwy::AllocateAligned<float>(Dp + lanes);
     for (size_t i = 0; i < Dp; ++i) zero[i] = 0.0f;
     qt = hwy::AllocateAligned<float>(rows * Dp);
     st = hwy::AllocateAligned<float>((size_t(kBlockKeys) + 16) * rows);

@@ -220,6 +220,52 @@ inline TileKeys KeysOfTile(const KernelCtx& c, const SeqPlan& s, int64_t row0, i
   return k;
 }
 
+// ---------------------------------------------------------- exact scores
+// Scores are float32 FMA chains, a few float32 ulps from the exactly rounded
+// dot product the reference computes (its einsum, kernel.py:131, rounded
+// once). Where scores are large - hundreds, as with int8 keys and no
+// sm_scale - a few ulps of them is a relative error of 1e-5 in the
+// probabilities of near-tied keys, more than the tolerance's float32
+// floor. A block whose scores (after sm_scale) reach this magnitude is
+// recomputed with every product exact in double and one rounding to
+// float32; attention scores of real models stay well below it.
+inline constexpr float kExactScoresAbove = 128.0f;
+
+// max |p[i]| over n floats (n a multiple of the lanes); NaN never counts.
+HWY_INLINE float AbsMax(const float* HWY_RESTRICT p, size_t n) {
+  const DF df;
+  VF m = hn::Zero(df);
+  for (size_t i = 0; i < n; i += hn::Lanes(df)) m = hn::Max(m, hn::Abs(hn::Load(df, p + i)));
+  return hn::GetLane(hn::MaxOfLanes(df, m));
+}
+
+// q.k rounded once to float32, the products exact in double.
+inline float ExactDot(const float* q, const float* k, int64_t D) {
+  double s = 0.0;
+  for (int64_t d = 0; d < D; ++d) s += double(q[d]) * double(k[d]);
+  return static_cast<float>(s);
+}
+
+// A group item's raw scores sa[key][4] of group gi (rows gi * 4 ..) of KV
+// head g, keys 0 .. nb of the block, recomputed exactly when large. krow:
+// the keys' K rows, float32 or (native) in the KV dtype, converted here.
+inline void ExactGroupScoresIfLarge(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t gi, int64_t R, int64_t nb,
+                                    int64_t npad, const uint8_t* const* krow, bool native, float* HWY_RESTRICT sa,
+                                    Scratch& sc) {
+  if (!(AbsMax(sa, size_t(npad) * 4) * std::fabs(c.sm_scale) >= kExactScoresAbove)) return;
+  const ConvertFn convert = ConverterFor(c.kv_dtype);
+  float* kf = sc.exact_k.get();
+  for (int64_t j = 0; j < nb; ++j) {
+    const float* k = reinterpret_cast<const float*>(krow[j]);
+    if (native) {
+      convert(krow[j], c.head_dim, sc.Dp, c.has_k_scale, c.k_scale, c.q_dtype, kf);
+      k = kf;
+    }
+    for (int64_t r = gi * 4; r < std::min<int64_t>(R, gi * 4 + 4); ++r)
+      sa[j * 4 + r % 4] = ExactDot(QRow(c, s, g, r), k, c.head_dim);
+  }
+}
+
 // ---------------------------------------------------------------- TileB
 // Scores st[key][rows] of a block -> probabilities, and the online softmax
 // state: soft cap and mask (kernel.py:139-141), keys past the block -inf;
@@ -366,6 +412,12 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
       PrefetchBlock(c, s, g, b0 + kBlockKeys, std::min<int64_t>(kBlockKeys, keys.range.hi + 1 - b0 - kBlockKeys));
     GatherBlock(c, s, g, b0, nb, kKC, sc, convert, sc.in_place);
     for (int64_t j0 = 0; j0 < nbp; j0 += kKC) QKBlockB<kRV>(qt, RP, sc.krow.data() + j0, D, c.sm_scale, st + j0 * RP);
+    if (AbsMax(st, size_t(nbp) * RP) >= kExactScoresAbove) {  // see kExactScoresAbove
+      for (int64_t j = 0; j < nb; ++j)
+        for (int64_t r = 0; r < R; ++r)
+          st[j * RP + r] =
+              ExactDot(QRow(c, s, g, row0 + r), reinterpret_cast<const float*>(sc.krow[j]), D) * c.sm_scale;
+    }
 
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
     BlockSoftmaxB<kRV>(c, st, RP, b0, nb, nbp, need_mask, lo_i, hi_i, m, l, sc.alpha.get());
@@ -664,6 +716,7 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
           hn::Store(kread.scaled ? QKGroup<kRow, true>(q0, Dp, kr, kread) : QKGroup<kRow, false>(q0, Dp, kr, kread),
                     df, sa + j0 * 4);
         }
+        ExactGroupScoresIfLarge(c, s, h0 + h, gi, R, nb, nbp, krow, native, sa, sc);
         GroupBlockSoftmax(c, g, h, gi, sa, nbp, nbp, b0, nb, need_mask, alpha);
         PVRows<4, kRow>(o + h * rows_stride + gi * 4 * Dp, Dp, alpha, sa, 4, nb, vrow, vread);
       }
