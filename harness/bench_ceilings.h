@@ -12,8 +12,9 @@ struct Ceilings {
 // Best of a few runs of each; `quick` shortens them. `threads` <= 0: every hardware thread.
 Ceilings measure_ceilings(int threads, bool quick);
 
-// Evicts the caches (reads and writes a buffer larger than the last-level
-// cache), so a timed call reads its KV from memory as a serving step does.
+// Evicts every core's caches (all threads read a buffer larger than the
+// last-level cache), so a timed call reads its KV from memory as a serving
+// step does.
 void flush_caches();
 
 // The SIMD target the ceilings ran on.
