@@ -46,11 +46,12 @@ rpa_status attention(const rpa_problem& p, const NativeKv& kv, float* out, std::
   PlanShape shape;
   shape.tile_rows = tile_rows();
   shape.group_rows = group_rows();
+  int threads = p.num_threads > 0 ? p.num_threads : ThreadPool::hardware_threads();
+  shape.threads = threads;
   if (!make_plan(p, kv, shape, options.skip_masked_blocks, out, plan, error))
     return fail(RPA_ERR_UNSUPPORTED, nullptr, error);
   // Rows past the output are not written (as the TPU kernel leaves them):
   // clearing them would cost a pass over the whole q-sized buffer per call.
-  int threads = p.num_threads > 0 ? p.num_threads : ThreadPool::hardware_threads();
   threads = std::max(1, std::min<int>(threads, int(std::min<size_t>(plan.items.size(), 1024))));
   run_plan(plan, threads);
   merge_partials(plan);

@@ -245,15 +245,31 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
   // heads, long key ranges split into chunks so every thread gets work.
   // Otherwise tiles of shape.tile_rows rows of one KV head.
   const int64_t G = c.group;
+  const auto group_keys = [&](const SeqPlan& s) {
+    RowRange kr{0, s.num_keys - 1};
+    if (s.skip_masked) kr = tile_key_range(c, s, 0, s.num_tokens - 1);
+    return kr;
+  };
+  // Chunks no shorter than split_keys, nor than a share of all group keys
+  // that leaves each thread about two items: a split costs a merge pass over
+  // its rows after the parallel part, and with few threads the unsplit
+  // sequences balance on their own (most expensive first).
+  int64_t all_group_keys = 0;
+  for (const SeqPlan& s : plan.seqs) {
+    const int64_t rows = s.num_tokens * G;
+    if (rows > 0 && rows <= shape.group_rows) all_group_keys += std::max<int64_t>(0, group_keys(s).hi - group_keys(s).lo + 1);
+  }
+  const int64_t head_blocks = shape.group_heads > 0 ? (c.num_kv_heads + shape.group_heads - 1) / shape.group_heads : 1;
+  const int64_t chunk_keys =
+      std::max<int64_t>(shape.split_keys, all_group_keys * head_blocks / (2 * std::max(1, shape.threads)));
   for (int64_t i = 0; i < n; ++i) {
     const SeqPlan& s = plan.seqs[i];
     const int64_t rows = s.num_tokens * G;
     if (rows == 0) continue;
     if (rows <= shape.group_rows) {
-      RowRange kr{0, s.num_keys - 1};
-      if (s.skip_masked) kr = tile_key_range(c, s, 0, s.num_tokens - 1);
+      const RowRange kr = group_keys(s);
       const int64_t keys = std::max<int64_t>(0, kr.hi - kr.lo + 1);
-      const int64_t chunks = std::max<int64_t>(1, (keys + shape.split_keys / 2) / shape.split_keys);
+      const int64_t chunks = std::max<int64_t>(1, (keys + chunk_keys / 2) / chunk_keys);
       // Chunk boundaries on block multiples from the range start.
       const int64_t per = (keys + chunks - 1) / chunks;
       const int64_t step = std::max<int64_t>(32, (per + 31) / 32 * 32);

@@ -83,7 +83,8 @@ struct PlanShape {
   int64_t tile_rows = 64;   // rows per tile item
   int64_t group_rows = 0;   // most rows per KV head for group items (0: none)
   int64_t group_heads = 8;  // KV heads per group item
-  int64_t split_keys = 512; // group items of longer key ranges are split into chunks of about this many keys
+  int64_t split_keys = 512; // group items of longer key ranges are split into chunks of at least this many keys
+  int threads = 1;          // threads the plan runs on (chunks are sized for them)
 };
 
 struct Plan {
