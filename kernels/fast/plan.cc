@@ -47,23 +47,15 @@ bool masked_negligible(const KernelCtx& c, double q1max, double kmax) {
 // The q side of the skip proof over q rows (tokens [t0, t1) of `s`, q heads
 // [h0, h1)): every element finite, and masked keys negligible with
 // max ||q_row||_1 bounded first by head_dim * max |q| (one integer max per
-// element: the bits of |q|, NaN and Inf from 0x7F800000 up; it vectorises
-// where a float max does not without -ffast-math), by the exact norms only
-// when that bound fails.
+// element: the bits of |q|, NaN and Inf from 0x7F800000 up; in the SIMD
+// code, since this file is built for the baseline ISA), by the exact norms
+// only when that bound fails.
 bool q_rows_allow_skip(const KernelCtx& c, const SeqPlan& s, double kmax, int64_t t0, int64_t t1, int64_t h0,
                        int64_t h1) {
   const int64_t D = c.head_dim, span = (h1 - h0) * D;
   uint32_t bits = 0;
   for (int64_t t = t0; t < t1; ++t) {
-    const float* q = c.q + ((s.q_row0 + t) * c.num_q_heads + h0) * D;
-    uint32_t m = 0;
-    for (int64_t e = 0; e < span; ++e) {
-      uint32_t u;
-      std::memcpy(&u, q + e, 4);
-      u &= 0x7FFFFFFFu;
-      m = m < u ? u : m;
-    }
-    bits = std::max(bits, m);
+    bits = std::max(bits, max_abs_bits(c.q + ((s.q_row0 + t) * c.num_q_heads + h0) * D, span));
   }
   if (bits >= 0x7F800000u) return false;
   float qmax;

@@ -95,6 +95,19 @@ void RoundValues(DType q, const float* src, int64_t n, float* dst) {
   }
 }
 
+uint32_t MaxAbsBits(const float* p, int64_t n) {
+  const hn::ScalableTag<uint32_t> du;
+  const int64_t N = int64_t(hn::Lanes(du));
+  const auto magnitude = hn::Set(du, 0x7FFFFFFFu);
+  auto m = hn::Zero(du);
+  const uint32_t* u = reinterpret_cast<const uint32_t*>(p);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) m = hn::Max(m, hn::And(hn::LoadU(du, u + i), magnitude));
+  uint32_t r = hn::GetLane(hn::MaxOfLanes(du, m));
+  for (; i < n; ++i) r = std::max(r, u[i] & 0x7FFFFFFFu);
+  return r;
+}
+
 }  // namespace rpa::fast::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -107,6 +120,7 @@ HWY_EXPORT(GroupRowsOfTarget);
 HWY_EXPORT(RunPlan);
 HWY_EXPORT(ConvertRowForTest);
 HWY_EXPORT(RoundValues);
+HWY_EXPORT(MaxAbsBits);
 
 int64_t simd_lanes() { return HWY_DYNAMIC_DISPATCH(LanesOfTarget)(); }
 int64_t group_rows() { return HWY_DYNAMIC_DISPATCH(GroupRowsOfTarget)(); }
@@ -115,6 +129,7 @@ void run_plan(const Plan& plan, int threads) { HWY_DYNAMIC_DISPATCH(RunPlan)(&pl
 void convert_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, int64_t n, float* dst) {
   HWY_DYNAMIC_DISPATCH(ConvertRowForTest)(kv, q, scaled, scale, src, n, dst);
 }
+uint32_t max_abs_bits(const float* p, int64_t n) { return HWY_DYNAMIC_DISPATCH(MaxAbsBits)(p, n); }
 void round_values(DType q, const float* src, int64_t n, float* dst) {
   HWY_DYNAMIC_DISPATCH(RoundValues)(q, src, n, dst);
 }

@@ -23,6 +23,10 @@ void run_plan(const Plan& plan, int threads);
 // float32 values cast to q's dtype as the tiles cast outputs (src may be dst).
 void round_values(DType q, const float* src, int64_t n, float* dst);
 
+// The largest of the n elements' bits with the sign cleared: |x| ordered as
+// an integer, NaN and Inf from 0x7F800000 up.
+uint32_t max_abs_bits(const float* p, int64_t n);
+
 // Test hook (run on the dispatched target): one K/V row converted as the
 // tiles convert it.
 void convert_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, int64_t n, float* dst);

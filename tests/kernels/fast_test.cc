@@ -717,5 +717,29 @@ TEST(FastEdges, HeadCountsTheReferenceAssertsOnAreRejected) {
   EXPECT_EQ(rpa_fast_attention(&p, out.data()).code, RPA_ERR_REJECTED);
 }
 
+// max_abs_bits (the skip proof's bound on |q|) against the element-by-
+// element definition: lengths around the vector width, signed zeros,
+// subnormals, infinities and NaNs of either sign anywhere in the run.
+TEST(FastEdges, MaxAbsBitsIsTheLargestMagnitudeAsAnInteger) {
+  std::mt19937 rng(11);
+  const float specials[] = {0.0f, -0.0f, 1e-45f, -1e-40f, std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), kNaN, -kNaN, 3.5f, -7.25e30f};
+  for (int64_t n = 0; n <= 70; ++n) {
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<float> v(static_cast<size_t>(n));
+      std::uniform_real_distribution<float> u(-100.0f, 100.0f);
+      for (float& x : v) x = u(rng);
+      if (n > 0 && trial % 2 == 1) v[rng() % size_t(n)] = specials[rng() % std::size(specials)];
+      uint32_t want = 0;
+      for (float x : v) {
+        uint32_t b;
+        std::memcpy(&b, &x, 4);
+        want = std::max(want, b & 0x7FFFFFFFu);
+      }
+      ASSERT_EQ(max_abs_bits(v.data(), n), want) << "n " << n << " trial " << trial;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rpa::fast
