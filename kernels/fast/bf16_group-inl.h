@@ -178,6 +178,19 @@ inline void UnpermuteRow(const float* HWY_RESTRICT o, int64_t D, float* HWY_REST
       }
 }
 
+// Lines [p, p + bytes) into the caches down to kLocality's level (3: L1,
+// as prefetcht0; 2: L2, as prefetcht1); bytes a multiple of 256. (A
+// template: the locality must be a constant at -O0 too.)
+template <int kLocality>
+RPA_FAST_BF16G_ATTR HWY_INLINE void PrefetchRows(const uint8_t* p, int64_t bytes) {
+  for (int64_t off = 0; off < bytes; off += 256) {
+    __builtin_prefetch(p + off, 0, kLocality);
+    __builtin_prefetch(p + off + 64, 0, kLocality);
+    __builtin_prefetch(p + off + 128, 0, kLocality);
+    __builtin_prefetch(p + off + 192, 0, kLocality);
+  }
+}
+
 // The item; see TileGroup for the arguments. At most kMaxRowsA rows per head.
 RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0,
                                    int64_t k1, float* partial, Scratch& sc) {
@@ -224,14 +237,6 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   // Either alone measured 10-20% slower on the bench's cold decode (the
   // whole next block into L1 does not fit beside the current one).
   const int64_t token_bytes = 2 * nh * row_bytes;  // a multiple of 256 bytes (head_dim % 64 == 0)
-  const auto prefetch_rows = [&](const uint8_t* p, int64_t bytes, auto hint) {
-    for (int64_t off = 0; off < bytes; off += 256) {
-      _mm_prefetch(reinterpret_cast<const char*>(p + off), hint);
-      _mm_prefetch(reinterpret_cast<const char*>(p + off + 64), hint);
-      _mm_prefetch(reinterpret_cast<const char*>(p + off + 128), hint);
-      _mm_prefetch(reinterpret_cast<const char*>(p + off + 192), hint);
-    }
-  };
   const uint8_t* tok_bufs[2][kGroupBlockKeys];
   const uint8_t** tok = tok_bufs[0];       // the block's tokens
   const uint8_t** tok_next = tok_bufs[1];  // the next block's
@@ -250,8 +255,16 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
     const int64_t nb_next = std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - (b0 + kGroupBlockKeys));
     if (nb_next > 0) TokenRows(c, s, h0, b0 + kGroupBlockKeys, nb_next, tok_next);
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
-    const auto qk_head = [&](int64_t h) {
+    for (int64_t h = 0; h < nh; ++h) {
       const int64_t hoff = 2 * h * row_bytes;
+      if (h + 1 < nh) {
+        for (int64_t j = 0; j < nb; ++j) PrefetchRows<3>(tok[j] + hoff + 2 * row_bytes, 2 * row_bytes);
+      } else {
+        for (int64_t j = 0; j < nb_next; ++j) PrefetchRows<3>(tok_next[j], 2 * row_bytes);
+      }
+      const int64_t per = (nb_next + nh - 1) / nh;
+      for (int64_t j = h * per; j < std::min(nb_next, (h + 1) * per); ++j)
+        PrefetchRows<2>(tok_next[j], token_bytes);
       const float* qh = qa + h * rows_stride;
       for (int64_t t0 = 0; t0 < nb4; t0 += NG == 1 ? 4 : 2) {
         const uint8_t* kt[4];
@@ -263,18 +276,6 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
           if (q_pairs) QKStepBf16<2, 8, true>(qh, D, kt, sdst); else QKStepBf16<2, 8, false>(qh, D, kt, sdst);
         }
       }
-    };
-    qk_head(0);
-    for (int64_t h = 0; h < nh; ++h) {
-      const int64_t hoff = 2 * h * row_bytes;
-      if (h + 1 < nh) {
-        for (int64_t j = 0; j < nb; ++j) prefetch_rows(tok[j] + hoff + 2 * row_bytes, 2 * row_bytes, _MM_HINT_T0);
-      } else {
-        for (int64_t j = 0; j < nb_next; ++j) prefetch_rows(tok_next[j], 2 * row_bytes, _MM_HINT_T0);
-      }
-      const int64_t per = (nb_next + nh - 1) / nh;
-      for (int64_t j = h * per; j < std::min(nb_next, (h + 1) * per); ++j)
-        prefetch_rows(tok_next[j], token_bytes, _MM_HINT_T1);
       for (int64_t gi = 0; gi < NG; ++gi) {
         float* sg = sa + (h * NG + gi) * kGroupBlockKeys * 4;  // [key][4]
         const uint8_t* kh[kGroupBlockKeys];
@@ -289,7 +290,6 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
         for (int64_t c0 = 0; c0 < D; c0 += 64)
           PVBf16Kv(oh, D, alpha + gi * N, pw + gi * kPairWords, nb8 / 2, vr, c0);
       }
-      if (h + 1 < nh) qk_head(h + 1);
     }
     std::swap(tok, tok_next);
   }

@@ -691,7 +691,6 @@ template <DType kRow>
 void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1, float* partial,
                Scratch& sc, bool native) {
   const DF df;
-  const DI di;
   const size_t N = hn::Lanes(df);
   const size_t KG = N / 4;  // keys per register block
   const int64_t D = c.head_dim;
