@@ -242,8 +242,6 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   const uint8_t** tok_next = tok_bufs[1];  // the next block's
   TokenRows(c, s, h0, keys.range.lo, std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - keys.range.lo), tok);
   const uint8_t* vr[kGroupBlockKeys + 2];
-  const size_t N = hn::Lanes(DF());
-  constexpr int64_t kPairWords = kGroupBlockKeys / 2 * 4;  // pw words of one group of 4 rows
 
   // Block by block (a block of every head is a few contiguous page rows,
   // read while DRAM has them open), head by head within a block. (Head
@@ -276,19 +274,16 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
           if (q_pairs) QKStepBf16<2, 8, true>(qh, D, kt, sdst); else QKStepBf16<2, 8, false>(qh, D, kt, sdst);
         }
       }
-      for (int64_t gi = 0; gi < NG; ++gi) {
-        float* sg = sa + (h * NG + gi) * kGroupBlockKeys * 4;  // [key][4]
-        const uint8_t* kh[kGroupBlockKeys];
-        for (int64_t j = 0; j < nb; ++j) kh[j] = tok[j] + hoff;
-        ExactGroupScoresIfLarge(c, s, h0 + h, gi, R, nb, nb4, kh, /*native=*/true, sg, sc);
-        GroupBlockSoftmax(c, g, h, gi, sg, nb4, nb8, b0, nb, need_mask, alpha + gi * N);
-        PairProbabilities(sg, nb8, pw + gi * kPairWords);
-      }
+      const uint8_t* kh[kGroupBlockKeys];
+      for (int64_t j = 0; j < nb; ++j) kh[j] = tok[j] + hoff;
       for (int64_t j = 0; j < nb8; ++j) vr[j] = j < nb ? tok[j] + hoff + row_bytes : zero;
       for (int64_t gi = 0; gi < NG; ++gi) {
+        float* sg = sa + (h * NG + gi) * kGroupBlockKeys * 4;  // [key][4]
+        ExactGroupScoresIfLarge(c, s, h0 + h, gi, R, nb, nb4, kh, /*native=*/true, sg, sc);
+        GroupBlockSoftmax(c, g, h, gi, sg, nb4, nb8, b0, nb, need_mask, alpha);
+        PairProbabilities(sg, nb8, pw);
         float* oh = o + h * rows_stride + gi * 4 * D;
-        for (int64_t c0 = 0; c0 < D; c0 += 64)
-          PVBf16Kv(oh, D, alpha + gi * N, pw + gi * kPairWords, nb8 / 2, vr, c0);
+        for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Kv(oh, D, alpha, pw, nb8 / 2, vr, c0);
       }
     }
     std::swap(tok, tok_next);

@@ -148,13 +148,7 @@ RPA_FAST_BF16_ATTR void TileBf16(const KernelCtx& c, const SeqPlan& s, int64_t g
       PrefetchBlock(c, s, g, b0 + kBlockKeys, std::min<int64_t>(kBlockKeys, keys.range.hi + 1 - b0 - kBlockKeys));
     GatherBlock(c, s, g, b0, nb, kKC, sc, convert, /*native=*/true);
     for (int64_t j0 = 0; j0 < nbp; j0 += kKC) QKBf16<kRV>(qt2, RP, sc.krow.data() + j0, D2, c.sm_scale, st + j0 * RP);
-    if (AbsMax(st, size_t(nbp) * RP) >= kExactScoresAbove) {  // see kExactScoresAbove
-      float* kf = sc.exact_k.get();
-      for (int64_t j = 0; j < nb; ++j) {
-        convert(sc.krow[j], D, sc.Dp, false, 1.0f, c.q_dtype, kf);
-        for (int64_t r = 0; r < R; ++r) st[j * RP + r] = ExactDot(QRow(c, s, g, row0 + r), kf, D) * c.sm_scale;
-      }
-    }
+    ExactTileScoresIfLarge(c, s, g, row0, R, nb, nbp, RP, sc.krow.data(), /*native=*/true, st, sc);
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
     BlockSoftmaxB<kRV>(c, st, RP, b0, nb, nbp, need_mask, lo_i, hi_i, m, l, sc.alpha.get());
 

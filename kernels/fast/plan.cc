@@ -249,7 +249,9 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
   int64_t all_group_keys = 0;
   for (const SeqPlan& s : plan.seqs) {
     const int64_t rows = s.num_tokens * G;
-    if (rows > 0 && rows <= shape.group_rows) all_group_keys += std::max<int64_t>(0, group_keys(s).hi - group_keys(s).lo + 1);
+    if (rows == 0 || rows > shape.group_rows) continue;
+    const RowRange kr = group_keys(s);
+    all_group_keys += std::max<int64_t>(0, kr.hi - kr.lo + 1);
   }
   const int64_t head_blocks = shape.group_heads > 0 ? (c.num_kv_heads + shape.group_heads - 1) / shape.group_heads : 1;
   const int64_t chunk_keys =

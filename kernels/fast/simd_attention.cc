@@ -7,7 +7,9 @@
 
 #include "kernels/fast/simd_attention.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <vector>
 
 #include "kernels/fast/thread_pool.h"
@@ -96,15 +98,19 @@ void RoundValues(DType q, const float* src, int64_t n, float* dst) {
 }
 
 uint32_t MaxAbsBits(const float* p, int64_t n) {
-  const hn::ScalableTag<uint32_t> du;
-  const int64_t N = int64_t(hn::Lanes(du));
+  const DF df;
+  const hn::RebindToUnsigned<DF> du;
+  const int64_t N = int64_t(hn::Lanes(df));
   const auto magnitude = hn::Set(du, 0x7FFFFFFFu);
   auto m = hn::Zero(du);
-  const uint32_t* u = reinterpret_cast<const uint32_t*>(p);
   int64_t i = 0;
-  for (; i + N <= n; i += N) m = hn::Max(m, hn::And(hn::LoadU(du, u + i), magnitude));
+  for (; i + N <= n; i += N) m = hn::Max(m, hn::And(hn::BitCast(du, hn::LoadU(df, p + i)), magnitude));
   uint32_t r = hn::GetLane(hn::MaxOfLanes(du, m));
-  for (; i < n; ++i) r = std::max(r, u[i] & 0x7FFFFFFFu);
+  for (; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, p + i, 4);
+    r = std::max(r, u & 0x7FFFFFFFu);
+  }
   return r;
 }
 

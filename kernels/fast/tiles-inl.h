@@ -249,23 +249,38 @@ inline float ExactDot(const float* q, const float* k, int64_t D) {
   return static_cast<float>(s);
 }
 
+// A K row as float32 values for ExactDot: as it lies, or (native: in the
+// KV dtype) converted into the scratch.
+inline const float* ExactKRow(const KernelCtx& c, const uint8_t* krow, bool native, Scratch& sc) {
+  if (!native) return reinterpret_cast<const float*>(krow);
+  ConverterFor(c.kv_dtype)(krow, c.head_dim, sc.Dp, c.has_k_scale, c.k_scale, c.q_dtype, sc.exact_k.get());
+  return sc.exact_k.get();
+}
+
 // A group item's raw scores sa[key][4] of group gi (rows gi * 4 ..) of KV
 // head g, keys 0 .. nb of the block, recomputed exactly when large. krow:
-// the keys' K rows, float32 or (native) in the KV dtype, converted here.
+// the keys' K rows, float32 or (native) in the KV dtype.
 inline void ExactGroupScoresIfLarge(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t gi, int64_t R, int64_t nb,
                                     int64_t npad, const uint8_t* const* krow, bool native, float* HWY_RESTRICT sa,
                                     Scratch& sc) {
   if (!(AbsMax(sa, size_t(npad) * 4) * std::fabs(c.sm_scale) >= kExactScoresAbove)) return;
-  const ConvertFn convert = ConverterFor(c.kv_dtype);
-  float* kf = sc.exact_k.get();
   for (int64_t j = 0; j < nb; ++j) {
-    const float* k = reinterpret_cast<const float*>(krow[j]);
-    if (native) {
-      convert(krow[j], c.head_dim, sc.Dp, c.has_k_scale, c.k_scale, c.q_dtype, kf);
-      k = kf;
-    }
+    const float* k = ExactKRow(c, krow[j], native, sc);
     for (int64_t r = gi * 4; r < std::min<int64_t>(R, gi * 4 + 4); ++r)
       sa[j * 4 + r % 4] = ExactDot(QRow(c, s, g, r), k, c.head_dim);
+  }
+}
+
+// A tile's scores st[key][RP] (sm_scale applied) of rows row0 .. row0 + R of
+// KV head g, keys 0 .. nb of the block (nbp padded), recomputed exactly
+// when large. krow as for ExactGroupScoresIfLarge.
+inline void ExactTileScoresIfLarge(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_t R,
+                                   int64_t nb, int64_t nbp, size_t RP, const uint8_t* const* krow, bool native,
+                                   float* HWY_RESTRICT st, Scratch& sc) {
+  if (!(AbsMax(st, size_t(nbp) * RP) >= kExactScoresAbove)) return;
+  for (int64_t j = 0; j < nb; ++j) {
+    const float* k = ExactKRow(c, krow[j], native, sc);
+    for (int64_t r = 0; r < R; ++r) st[j * RP + r] = ExactDot(QRow(c, s, g, row0 + r), k, c.head_dim) * c.sm_scale;
   }
 }
 
@@ -467,12 +482,7 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
       PrefetchBlock(c, s, g, b0 + kBlockKeys, std::min<int64_t>(kBlockKeys, keys.range.hi + 1 - b0 - kBlockKeys));
     GatherBlock(c, s, g, b0, nb, kKC, sc, convert, sc.in_place);
     for (int64_t j0 = 0; j0 < nbp; j0 += kKC) QKBlockB<kRV>(qt, RP, sc.krow.data() + j0, D, c.sm_scale, st + j0 * RP);
-    if (AbsMax(st, size_t(nbp) * RP) >= kExactScoresAbove) {  // see kExactScoresAbove
-      for (int64_t j = 0; j < nb; ++j)
-        for (int64_t r = 0; r < R; ++r)
-          st[j * RP + r] =
-              ExactDot(QRow(c, s, g, row0 + r), reinterpret_cast<const float*>(sc.krow[j]), D) * c.sm_scale;
-    }
+    ExactTileScoresIfLarge(c, s, g, row0, R, nb, nbp, RP, sc.krow.data(), /*native=*/false, st, sc);
 
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
     BlockSoftmaxB<kRV>(c, st, RP, b0, nb, nbp, need_mask, lo_i, hi_i, m, l, sc.alpha.get());
