@@ -61,6 +61,25 @@ RPA_FAST_BF16G_ATTR HWY_INLINE __m512 SumEach16(const __m512* a) {
   return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], 0x88), _mm512_shuffle_f32x4(d[0], d[1], 0xDD));
 }
 
+// Lines to prefetch (rows [j, j_end), each `bytes` from rows[j] + base),
+// issued a few at a time between the arithmetic: the same lines issued in
+// one burst per head step stalled the loads behind them until DRAM
+// answered, and the cold decode took about its warm time plus the whole
+// memory time. kLocality 2: into L2 (prefetcht1), 3: into L1 (prefetcht0).
+template <int kLocality>
+struct PrefetchCursor {
+  const uint8_t* const* rows = nullptr;
+  int64_t base = 0, j = 0, j_end = 0, off = 0, bytes = 0;  // bytes: a multiple of 64
+
+  RPA_FAST_BF16G_ATTR HWY_INLINE void Step(int lines) {
+    for (int i = 0; i < lines && j < j_end; ++i) {
+      __builtin_prefetch(rows[j] + base + off, 0, kLocality);
+      off += 64;
+      if (off == bytes) off = 0, ++j;
+    }
+  }
+};
+
 // Raw scores (q.k, before sm_scale) of kT tokens x kR rows (16 in all) of
 // one head. kQPairs = false: float32 FMAs over head_dim on q's float32
 // values, K widened from 64-byte loads - even elements are the words
@@ -73,7 +92,7 @@ RPA_FAST_BF16G_ATTR HWY_INLINE __m512 SumEach16(const __m512* a) {
 // [key][4], the softmax's layout.
 template <int kT, int kR, bool kQPairs>
 RPA_FAST_BF16G_ATTR HWY_INLINE void QKStepBf16(const float* HWY_RESTRICT qeo, int64_t D, const uint8_t* const* krows,
-                                                float* HWY_RESTRICT sa) {
+                                                float* HWY_RESTRICT sa, PrefetchCursor<2>& pf, PrefetchCursor<3>& vpf) {
   static_assert(kT * kR == 16 && kR % 4 == 0, "sixteen accumulators");
   __m512 acc[16];
   for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
@@ -87,6 +106,8 @@ RPA_FAST_BF16G_ATTR HWY_INLINE void QKStepBf16(const float* HWY_RESTRICT qeo, in
       if constexpr (kR <= 4)
         for (int r = 0; r < kR; ++r) qe[r] = _mm512_castsi512_ps(_mm512_loadu_si512(qw + r * D));
       for (int t = 0; t < kT; ++t) {
+        pf.Step(2);
+        vpf.Step(1);
         const __m512bh k = (__m512bh)_mm512_loadu_si512(krows[t] + 2 * c0);
         __m512* at = acc + t * kR;
         for (int r = 0; r < kR; ++r) {
@@ -100,6 +121,8 @@ RPA_FAST_BF16G_ATTR HWY_INLINE void QKStepBf16(const float* HWY_RESTRICT qeo, in
     if constexpr (kR <= 4)
       for (int r = 0; r < kR; ++r) qe[r] = _mm512_load_ps(qc + r * D), qo[r] = _mm512_load_ps(qc + r * D + 16);
     for (int t = 0; t < kT; ++t) {
+      pf.Step(2);
+      vpf.Step(1);
       const uint8_t* kp = krows[t] + 2 * c0;
       __m512* at = acc + t * kR;
       // Even elements, then odd ones: one widened vector live at a time.
@@ -144,13 +167,14 @@ RPA_FAST_BF16G_ATTR HWY_INLINE void PairProbabilities(const float* HWY_RESTRICT 
 // chunks c0 and c0 + 32.
 RPA_FAST_BF16G_ATTR HWY_INLINE void PVBf16Kv(float* HWY_RESTRICT o, int64_t D, const float* alpha,
                                               const uint32_t* HWY_RESTRICT pw, int64_t pairs,
-                                              const uint8_t* const* vrow, int64_t c0) {
+                                              const uint8_t* const* vrow, int64_t c0, PrefetchCursor<3>& kpf) {
   __m512 acc[4][4];
   for (int r = 0; r < 4; ++r) {
     const __m512 a = _mm512_set1_ps(alpha[r]);
     for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_mul_ps(_mm512_load_ps(o + r * D + c0 + v * 16), a);
   }
   for (int64_t kp = 0; kp < pairs; ++kp) {
+    kpf.Step(4);
     __m512bh vv[4];
     for (int h = 0; h < 2; ++h) {
       const __m512i a = _mm512_loadu_si512(vrow[2 * kp] + 2 * (c0 + 32 * h));
@@ -176,19 +200,6 @@ inline void UnpermuteRow(const float* HWY_RESTRICT o, int64_t D, float* HWY_REST
         out[c0 + 8 * b + i] = o[c0 + 4 * b + i];
         out[c0 + 8 * b + 4 + i] = o[c0 + 16 + 4 * b + i];
       }
-}
-
-// Lines [p, p + bytes) into the caches down to kLocality's level (3: L1,
-// as prefetcht0; 2: L2, as prefetcht1); bytes a multiple of 256. (A
-// template: the locality must be a constant at -O0 too.)
-template <int kLocality>
-RPA_FAST_BF16G_ATTR HWY_INLINE void PrefetchRows(const uint8_t* p, int64_t bytes) {
-  for (int64_t off = 0; off < bytes; off += 256) {
-    __builtin_prefetch(p + off, 0, kLocality);
-    __builtin_prefetch(p + off + 64, 0, kLocality);
-    __builtin_prefetch(p + off + 128, 0, kLocality);
-    __builtin_prefetch(p + off + 192, 0, kLocality);
-  }
 }
 
 // The item; see TileGroup for the arguments. At most kMaxRowsA rows per head.
@@ -231,11 +242,17 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
 
   const int64_t row_bytes = D * 2;
   const uint8_t* zero = reinterpret_cast<const uint8_t*>(sc.zero.get());
-  // Prefetch, two levels: the next block (every head's K and V rows of a
-  // token are contiguous in its page row) into L2 in address order, a share
-  // per head step, and the next head step's rows into L1 one step ahead.
-  // Either alone measured 10-20% slower on the bench's cold decode (the
-  // whole next block into L1 does not fit beside the current one).
+  // Prefetch, three streams, each spread over a loop (PrefetchCursor):
+  //  * the next block (every head's K and V rows of a token are contiguous
+  //    in its page row) into L2 in address order, a share per head step,
+  //    two lines per step of that head's q.k;
+  //  * the head step's V rows into L1, one line per step of its q.k;
+  //  * the next head step's K rows into L1, during this one's p.v.
+  // Against the same two levels issued a head step's lines at a time (the
+  // next block into L2, the next head step's K and V rows into L1), on the
+  // bench's cold decode (fast_bench, medians of 6 interleaved runs): 0.77
+  // vs 0.91 ms with q float32, 0.70 vs 0.97 ms with q bfloat16. Two blocks
+  // ahead, or the L1 streams dropped, measured slower.
   const int64_t token_bytes = 2 * nh * row_bytes;  // a multiple of 256 bytes (head_dim % 64 == 0)
   const uint8_t* tok_bufs[2][kGroupBlockKeys];
   const uint8_t** tok = tok_bufs[0];       // the block's tokens
@@ -255,25 +272,31 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
     for (int64_t h = 0; h < nh; ++h) {
       const int64_t hoff = 2 * h * row_bytes;
-      if (h + 1 < nh) {
-        for (int64_t j = 0; j < nb; ++j) PrefetchRows<3>(tok[j] + hoff + 2 * row_bytes, 2 * row_bytes);
-      } else {
-        for (int64_t j = 0; j < nb_next; ++j) PrefetchRows<3>(tok_next[j], 2 * row_bytes);
-      }
+      // This head step's share of the next block is D lines (2 tokens of 8
+      // heads, or 16 / nh tokens of nh), two per (chunk, token) step of q.k
+      // below, of which there are D / 2; any rest after it.
+      PrefetchCursor<2> pf;
+      PrefetchCursor<3> vpf;
+      vpf.rows = tok, vpf.base = hoff + row_bytes, vpf.j_end = nb, vpf.bytes = row_bytes;
       const int64_t per = (nb_next + nh - 1) / nh;
-      for (int64_t j = h * per; j < std::min(nb_next, (h + 1) * per); ++j)
-        PrefetchRows<2>(tok_next[j], token_bytes);
+      pf.rows = tok_next, pf.j = h * per, pf.j_end = std::min(nb_next, (h + 1) * per), pf.bytes = token_bytes;
       const float* qh = qa + h * rows_stride;
       for (int64_t t0 = 0; t0 < nb4; t0 += NG == 1 ? 4 : 2) {
         const uint8_t* kt[4];
         for (int64_t t = 0; t < (NG == 1 ? 4 : 2); ++t) kt[t] = t0 + t < nb ? tok[t0 + t] + hoff : zero;
         float* sdst = sa + (h * NG * kGroupBlockKeys + t0) * 4;
         if (NG == 1) {
-          if (q_pairs) QKStepBf16<4, 4, true>(qh, D, kt, sdst); else QKStepBf16<4, 4, false>(qh, D, kt, sdst);
+          if (q_pairs) QKStepBf16<4, 4, true>(qh, D, kt, sdst, pf, vpf); else QKStepBf16<4, 4, false>(qh, D, kt, sdst, pf, vpf);
         } else {
-          if (q_pairs) QKStepBf16<2, 8, true>(qh, D, kt, sdst); else QKStepBf16<2, 8, false>(qh, D, kt, sdst);
+          if (q_pairs) QKStepBf16<2, 8, true>(qh, D, kt, sdst, pf, vpf); else QKStepBf16<2, 8, false>(qh, D, kt, sdst, pf, vpf);
         }
       }
+      pf.Step(std::numeric_limits<int>::max());
+      vpf.Step(std::numeric_limits<int>::max());
+      PrefetchCursor<3> kpf;  // the next head step's K rows
+      if (h + 1 < nh) kpf.rows = tok, kpf.base = hoff + 2 * row_bytes, kpf.j_end = nb;
+      else kpf.rows = tok_next, kpf.j_end = nb_next;
+      kpf.bytes = row_bytes;
       const uint8_t* kh[kGroupBlockKeys];
       for (int64_t j = 0; j < nb; ++j) kh[j] = tok[j] + hoff;
       for (int64_t j = 0; j < nb8; ++j) vr[j] = j < nb ? tok[j] + hoff + row_bytes : zero;
@@ -283,7 +306,7 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
         GroupBlockSoftmax(c, g, h, gi, sg, nb4, nb8, b0, nb, need_mask, alpha);
         PairProbabilities(sg, nb8, pw);
         float* oh = o + h * rows_stride + gi * 4 * D;
-        for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Kv(oh, D, alpha, pw, nb8 / 2, vr, c0);
+        for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Kv(oh, D, alpha, pw, nb8 / 2, vr, c0, kpf);
       }
     }
     std::swap(tok, tok_next);
