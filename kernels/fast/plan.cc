@@ -306,8 +306,24 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
       }
     }
   }
-  std::stable_sort(plan.items.begin(), plan.items.end(),
-                   [](const WorkItem& a, const WorkItem& b) { return a.cost > b.cost; });
+  // The queue: the items of one (sequence, KV head) next to each other,
+  // these groups most expensive first, and within one its items most
+  // expensive first. The threads then work on the same K/V at about the
+  // same time, and a KV head's keys stay in L3 between its tiles instead of
+  // coming from memory again for each (the float32 prefill's K/V is 50 MB,
+  // more than this machine's L3); the queue still ends in small items.
+  // Against items ordered by their own cost alone: prefill float32 20.3 vs
+  // 22.1 ms, mixed float32 13.4 vs 15.5 ms (cold, medians of 5 interleaved
+  // fast_bench runs).
+  std::vector<double> kv_cost(plan.seqs.size() * size_t(c.num_kv_heads), 0.0);
+  const auto kv_index = [&](const WorkItem& w) { return size_t(w.seq) * size_t(c.num_kv_heads) + size_t(w.kv_head); };
+  for (const WorkItem& w : plan.items) kv_cost[kv_index(w)] += w.cost;
+  std::stable_sort(plan.items.begin(), plan.items.end(), [&](const WorkItem& a, const WorkItem& b) {
+    const size_t ia = kv_index(a), ib = kv_index(b);
+    if (kv_cost[ia] != kv_cost[ib]) return kv_cost[ia] > kv_cost[ib];
+    if (ia != ib) return ia < ib;
+    return a.cost > b.cost;
+  });
   return true;
 }
 
