@@ -91,7 +91,7 @@ struct Plan {
   KernelCtx ctx;
   std::vector<SeqPlan> seqs;
   std::vector<int32_t> pages;  // resolved page table (backs ctx.pages)
-  std::vector<WorkItem> items; // most expensive first
+  std::vector<WorkItem> items; // grouped by (sequence, KV head), most expensive groups first
   std::vector<SplitRun> splits;
   // Written by the work items (disjoint ranges) while the plan is shared.
   mutable std::vector<float> partials;
