@@ -275,11 +275,10 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
       // This head step's share of the next block is D lines (2 tokens of 8
       // heads, or 16 / nh tokens of nh), two per (chunk, token) step of q.k
       // below, of which there are D / 2; any rest after it.
-      PrefetchCursor<2> pf;
-      PrefetchCursor<3> vpf;
-      vpf.rows = tok, vpf.base = hoff + row_bytes, vpf.j_end = nb, vpf.bytes = row_bytes;
       const int64_t per = (nb_next + nh - 1) / nh;
-      pf.rows = tok_next, pf.j = h * per, pf.j_end = std::min(nb_next, (h + 1) * per), pf.bytes = token_bytes;
+      PrefetchCursor<2> pf{.rows = tok_next, .j = h * per, .j_end = std::min(nb_next, (h + 1) * per), .bytes = token_bytes};
+      // The V rows this head step's p.v reads, one line per q.k step.
+      PrefetchCursor<3> vpf{.rows = tok, .base = hoff + row_bytes, .j_end = nb, .bytes = row_bytes};
       const float* qh = qa + h * rows_stride;
       for (int64_t t0 = 0; t0 < nb4; t0 += NG == 1 ? 4 : 2) {
         const uint8_t* kt[4];
@@ -293,10 +292,11 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
       }
       pf.Step(std::numeric_limits<int>::max());
       vpf.Step(std::numeric_limits<int>::max());
-      PrefetchCursor<3> kpf;  // the next head step's K rows
-      if (h + 1 < nh) kpf.rows = tok, kpf.base = hoff + 2 * row_bytes, kpf.j_end = nb;
-      else kpf.rows = tok_next, kpf.j_end = nb_next;
-      kpf.bytes = row_bytes;
+      // The next head step's K rows (the next block's first head after the
+      // last), during this one's p.v.
+      PrefetchCursor<3> kpf = h + 1 < nh
+          ? PrefetchCursor<3>{.rows = tok, .base = hoff + 2 * row_bytes, .j_end = nb, .bytes = row_bytes}
+          : PrefetchCursor<3>{.rows = tok_next, .j_end = nb_next, .bytes = row_bytes};
       const uint8_t* kh[kGroupBlockKeys];
       for (int64_t j = 0; j < nb; ++j) kh[j] = tok[j] + hoff;
       for (int64_t j = 0; j < nb8; ++j) vr[j] = j < nb ? tok[j] + hoff + row_bytes : zero;
