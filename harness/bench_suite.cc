@@ -119,28 +119,39 @@ struct NativeCache {
   std::unique_ptr<fast::NativeKv> kv;
 };
 
-// Times the fast kernel on the native cache, as a server calls it (one
-// warm-up call, then `repeats` timed calls).
-bool time_fast(const Case& c, int threads, int repeats, NativeCache& cache, std::vector<double>& times,
-               std::string& why) {
+// The fast kernel's call on one case, ready to time on the native cache as
+// a server calls it: the case's buffers, the cache, and one warm-up call made
+// (its status in `st`). Built once per case, however many batches time it.
+struct FastCall {
   ProblemBuffers buf;
-  make_problem(c, buf);
-  rpa_problem& p = buf.problem;
+  const fast::NativeKv* kv = nullptr;
+  std::vector<float> out;
+  rpa_status st{RPA_OK, nullptr, nullptr};
+};
+
+void prepare_fast(const Case& c, int threads, NativeCache& cache, FastCall& f) {
+  make_problem(c, f.buf);
+  rpa_problem& p = f.buf.problem;
   p.num_threads = threads;
-  if (!cache.kv || cache.values != buf.kv_pages) {
-    cache.values = buf.kv_pages;
+  if (!cache.kv || cache.values != f.buf.kv_pages) {
+    cache.values = f.buf.kv_pages;
     cache.kv = std::make_unique<fast::NativeKv>(fast::encode_kv(p));
   }
-  std::vector<float> out(size_t(p.num_tokens * p.num_q_heads * p.head_dim));
-  rpa_status st = fast::attention(p, *cache.kv, out.data(), nullptr);
-  for (int i = 0; i < repeats && st.code == RPA_OK; ++i) {
+  f.kv = cache.kv.get();
+  f.out.resize(size_t(p.num_tokens * p.num_q_heads * p.head_dim));
+  f.st = fast::attention(p, *f.kv, f.out.data(), nullptr);
+}
+
+// Appends `repeats` timed calls to `times`; false (with why) once a call fails.
+bool time_fast(FastCall& f, int repeats, std::vector<double>& times, std::string& why) {
+  for (int i = 0; i < repeats && f.st.code == RPA_OK; ++i) {
     flush_caches();
     const auto t0 = Clock::now();
-    st = fast::attention(p, *cache.kv, out.data(), nullptr);
+    f.st = fast::attention(f.buf.problem, *f.kv, f.out.data(), nullptr);
     times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
-  if (st.code == RPA_OK) return true;
-  why = st.message ? st.message : "";
+  if (f.st.code == RPA_OK) return true;
+  why = f.st.message ? f.st.message : "";
   return false;
 }
 
@@ -211,7 +222,9 @@ BenchReport run_bench(const BenchOptions& o) {
         const int fast_first = slow_here ? (fast_repeats + 1) / 2 : fast_repeats;
         std::vector<double> fast_times;
         std::string fast_why;
-        bool fast_ok = fast_wanted && time_fast(c, threads, fast_first, kv_cache[kv], fast_times, fast_why);
+        FastCall fast_call;
+        if (fast_wanted) prepare_fast(c, threads, kv_cache[kv], fast_call);
+        bool fast_ok = fast_wanted && time_fast(fast_call, fast_first, fast_times, fast_why);
         const size_t fast_row_at = rep.rows.size();  // the fast row goes before this case's slow rows
 
         std::vector<BenchRow> slow_rows;
@@ -227,7 +240,7 @@ BenchReport run_bench(const BenchOptions& o) {
           }
         }
         if (fast_ok && fast_first < fast_repeats)
-          fast_ok = time_fast(c, threads, fast_repeats - fast_first, kv_cache[kv], fast_times, fast_why);
+          fast_ok = time_fast(fast_call, fast_repeats - fast_first, fast_times, fast_why);
         if (fast_ok) {
           rep.rows.insert(rep.rows.begin() + std::ptrdiff_t(fast_row_at),
                           make_row("fast", shape.name, q, kv, fast_times, w, rep.ceilings));
