@@ -40,6 +40,16 @@ namespace rpa::fast::HWY_NAMESPACE {
 
 #define RPA_FAST_BF16G_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16")))
 
+// Keys per block of the item: one softmax step, one rescale of the
+// accumulators and one set of row pointers per block and head. 64 keys
+// measured faster than 32 and 16 warm, and no slower cold (figures in
+// docs/fast_kernel.md).
+inline constexpr int64_t kBf16BlockKeys = 64;
+// sa [heads][groups of 4][keys][4] and pw [key pairs][4] live in the
+// scratch's st and lsum buffers.
+static_assert(kBf16BlockKeys <= kBlockKeys && kBf16BlockKeys % 8 == 0, "st holds kBlockKeys keys per row");
+static_assert(kBf16BlockKeys / 2 * 4 <= kMaxRowsA * kGroupHeads, "lsum holds the block's bfloat16 pairs");
+
 inline bool Bf16GroupApplies(const KernelCtx& c) {
   static const bool cpu = __builtin_cpu_supports("avx512bf16");
   return cpu && c.kv_dtype == DType::kBFloat16 && !c.has_k_scale && !c.has_v_scale && c.head_dim > 0 &&
@@ -103,7 +113,7 @@ struct L2LineStream {
 // bfloat16): VDPBF16PS of q's bfloat16 pairs (qeo's words) with K's words
 // as they lie - exact products, as the float32 einsum (kernel.py:131), half
 // the instructions. krows[t]: token t's K row. The score of (t, row r) goes
-// to sa + ((r / 4) * kGroupBlockKeys + t) * 4 + r % 4: per group of 4 rows,
+// to sa + ((r / 4) * kBf16BlockKeys + t) * 4 + r % 4: per group of 4 rows,
 // [key][4], the softmax's layout.
 template <int kT, int kR, bool kQPairs>
 RPA_FAST_BF16G_ATTR HWY_INLINE void QKStepBf16(const float* HWY_RESTRICT qeo, int64_t D, const uint8_t* const* krows,
@@ -154,7 +164,7 @@ RPA_FAST_BF16G_ATTR HWY_INLINE void QKStepBf16(const float* HWY_RESTRICT qeo, in
   const __m512 s = SumEach16(acc);
   for (int b = 0; b < 4; ++b) {  // lanes 4b .. 4b + 3: one (token, group of 4 rows)
     const int t = 4 * b / kR, gi = (4 * b % kR) / 4;
-    float* dst = sa + (gi * kGroupBlockKeys + t) * 4;
+    float* dst = sa + (gi * kBf16BlockKeys + t) * 4;
     switch (b) {
       case 0: _mm_store_ps(dst, _mm512_extractf32x4_ps(s, 0)); break;
       case 1: _mm_store_ps(dst, _mm512_extractf32x4_ps(s, 1)); break;
@@ -273,27 +283,36 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   // vs 0.91 ms with q float32, 0.70 vs 0.97 ms with q bfloat16. Two blocks
   // ahead, or the L1 streams dropped, measured slower.
   const int64_t token_bytes = 2 * nh * row_bytes;  // a multiple of 256 bytes (head_dim % 64 == 0)
-  const uint8_t* tok_bufs[2][kGroupBlockKeys];
+  const uint8_t* tok_bufs[2][kBf16BlockKeys];
   const uint8_t** tok = tok_bufs[0];       // the block's tokens
   const uint8_t** tok_next = tok_bufs[1];  // the next block's
-  TokenRows(c, s, h0, keys.range.lo, std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - keys.range.lo), tok);
-  const uint8_t* vr[kGroupBlockKeys + 2];
+  TokenRows(c, s, h0, keys.range.lo, std::min<int64_t>(kBf16BlockKeys, keys.range.hi + 1 - keys.range.lo), tok);
+  const uint8_t* vr[kBf16BlockKeys + 2];
+  {  // The first block has no block before it to stream it in: asked for at once.
+    L2LineStream first{.rows = tok,
+                       .j = 0,
+                       .j_end = std::min<int64_t>(kBf16BlockKeys, keys.range.hi + 1 - keys.range.lo),
+                       .bytes = token_bytes};
+    first.Start();
+    first.Rest();
+  }
 
   // Block by block (a block of every head is a few contiguous page rows,
   // read while DRAM has them open), head by head within a block. (Head
   // h + 1's q.k placed between head h's softmax and p.v, for the core to
   // overlap them, measured no faster.)
-  for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += kGroupBlockKeys) {
-    const int64_t nb = std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - b0);
+  for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += kBf16BlockKeys) {
+    const int64_t nb = std::min<int64_t>(kBf16BlockKeys, keys.range.hi + 1 - b0);
     const int64_t nb4 = (nb + 3) / 4 * 4, nb8 = (nb + 7) / 8 * 8;
-    const int64_t nb_next = std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - (b0 + kGroupBlockKeys));
-    if (nb_next > 0) TokenRows(c, s, h0, b0 + kGroupBlockKeys, nb_next, tok_next);
+    const int64_t nb_next = std::min<int64_t>(kBf16BlockKeys, keys.range.hi + 1 - (b0 + kBf16BlockKeys));
+    if (nb_next > 0) TokenRows(c, s, h0, b0 + kBf16BlockKeys, nb_next, tok_next);
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
     for (int64_t h = 0; h < nh; ++h) {
       const int64_t hoff = 2 * h * row_bytes;
-      // This head step's share of the next block is D lines (2 tokens of 8
-      // heads, or 16 / nh tokens of nh), two per (chunk, token) step of q.k
-      // below, of which there are D / 2; any rest after it.
+      // This head step's share of the next block is nb_next / nh tokens of
+      // 4 * nh * D bytes, i.e. nb * D / 16 lines for a full block: two per
+      // (chunk, token) step of q.k below, of which there are nb * D / 32;
+      // any rest after it.
       const int64_t per = (nb_next + nh - 1) / nh;
       L2LineStream pf{.rows = tok_next, .j = h * per, .j_end = std::min(nb_next, (h + 1) * per), .bytes = token_bytes};
       pf.Start();
@@ -301,7 +320,7 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
       for (int64_t t0 = 0; t0 < nb4; t0 += NG == 1 ? 4 : 2) {
         const uint8_t* kt[4];
         for (int64_t t = 0; t < (NG == 1 ? 4 : 2); ++t) kt[t] = t0 + t < nb ? tok[t0 + t] + hoff : zero;
-        float* sdst = sa + (h * NG * kGroupBlockKeys + t0) * 4;
+        float* sdst = sa + (h * NG * kBf16BlockKeys + t0) * 4;
         if (NG == 1) {
           if (q_pairs) QKStepBf16<4, 4, true>(qh, D, kt, sdst, pf); else QKStepBf16<4, 4, false>(qh, D, kt, sdst, pf);
         } else {
@@ -311,14 +330,14 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
       pf.Rest();
       // The next head step's K rows (the next block's first head after the
       // last), during this one's p.v; rows past the block read the zero row.
-      const uint8_t* knext[kGroupBlockKeys];
+      const uint8_t* knext[kBf16BlockKeys];
       for (int64_t j = 0; j < nb8; ++j)
         knext[j] = h + 1 < nh ? (j < nb ? tok[j] + hoff + 2 * row_bytes : zero) : (j < nb_next ? tok_next[j] : zero);
-      const uint8_t* kh[kGroupBlockKeys];
+      const uint8_t* kh[kBf16BlockKeys];
       for (int64_t j = 0; j < nb; ++j) kh[j] = tok[j] + hoff;
       for (int64_t j = 0; j < nb8; ++j) vr[j] = j < nb ? tok[j] + hoff + row_bytes : zero;
       for (int64_t gi = 0; gi < NG; ++gi) {
-        float* sg = sa + (h * NG + gi) * kGroupBlockKeys * 4;  // [key][4]
+        float* sg = sa + (h * NG + gi) * kBf16BlockKeys * 4;  // [key][4]
         ExactGroupScoresIfLarge(c, s, h0 + h, gi, R, nb, nb4, kh, /*native=*/true, sg, sc);
         GroupBlockSoftmax(c, g, h, gi, sg, nb4, nb8, b0, nb, need_mask, alpha);
         PairProbabilities(sg, nb8, pw);
