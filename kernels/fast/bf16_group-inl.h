@@ -51,8 +51,7 @@ static_assert(kBf16BlockKeys <= kBlockKeys && kBf16BlockKeys % 8 == 0, "st holds
 static_assert(kBf16BlockKeys / 2 * 4 <= kMaxRowsA * kGroupHeads, "lsum holds the block's bfloat16 pairs");
 
 inline bool Bf16GroupApplies(const KernelCtx& c) {
-  static const bool cpu = __builtin_cpu_supports("avx512bf16");
-  return cpu && c.kv_dtype == DType::kBFloat16 && !c.has_k_scale && !c.has_v_scale && c.head_dim > 0 &&
+  return c.bf16_dot && c.kv_dtype == DType::kBFloat16 && !c.has_k_scale && !c.has_v_scale && c.head_dim > 0 &&
          c.head_dim % 64 == 0 && hn::Lanes(DF()) == 16;
 }
 

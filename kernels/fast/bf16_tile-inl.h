@@ -33,8 +33,7 @@ namespace rpa::fast::HWY_NAMESPACE {
 #define RPA_FAST_BF16_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16")))
 
 inline bool Bf16TileApplies(const KernelCtx& c) {
-  static const bool cpu = __builtin_cpu_supports("avx512bf16");
-  return cpu && c.q_dtype == DType::kBFloat16 && c.kv_dtype == DType::kBFloat16 && !c.has_k_scale &&
+  return c.bf16_dot && c.q_dtype == DType::kBFloat16 && c.kv_dtype == DType::kBFloat16 && !c.has_k_scale &&
          !c.has_v_scale && c.head_dim > 0 && c.head_dim % 16 == 0;
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/abi_dtype.h"
+#include "kernels/fast/cpu_traits.h"
 #include "kernels/fast/plan.h"
 #include "kernels/fast/simd_attention.h"
 #include "kernels/fast/thread_pool.h"
@@ -50,6 +51,11 @@ rpa_status attention(const rpa_problem& p, const NativeKv& kv, float* out, std::
   shape.threads = threads;
   if (!make_plan(p, kv, shape, options.skip_masked_blocks, out, plan, error))
     return fail(RPA_ERR_UNSUPPORTED, nullptr, error);
+  switch (options.bf16_dot) {
+    case Options::Bf16Dot::kAuto: plan.ctx.bf16_dot = bf16_dot_is_fast(); break;
+    case Options::Bf16Dot::kOn: plan.ctx.bf16_dot = has_bf16_dot(); break;
+    case Options::Bf16Dot::kOff: plan.ctx.bf16_dot = false; break;
+  }
   // Rows past the output are not written (as the TPU kernel leaves them):
   // clearing them would cost a pass over the whole q-sized buffer per call.
   threads = std::max(1, std::min<int>(threads, int(std::min<size_t>(plan.items.size(), 1024))));

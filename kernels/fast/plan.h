@@ -52,6 +52,7 @@ struct KernelCtx {
   bool has_k_scale = false, has_v_scale = false;
   float k_scale = 1.0f, v_scale = 1.0f;
   float* out = nullptr;  // [num_tokens, num_q_heads, head_dim]
+  bool bf16_dot = false;  // the VDPBF16PS paths may run (Options::bf16_dot, resolved)
 };
 
 // A unit of parallel work on one sequence. Row rho of a KV head is

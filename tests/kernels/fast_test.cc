@@ -365,13 +365,24 @@ void expect_within_bound(const TestCase& c, const std::vector<float>& got, bool 
 }
 
 // The case again with a sliding window and a soft cap on.
-void expect_within_bound_windowed(TestCase& c, int64_t window, float cap) {
+void expect_within_bound_windowed(TestCase& c, int64_t window, float cap, const Options& opt = {}) {
   c.has_window = true;
   c.window = window;
   c.has_cap = true;
   c.cap = cap;
-  expect_within_bound(c, run_fast(c));
+  expect_within_bound(c, run_fast(c, opt));
 }
+
+// Both ways of the bfloat16 paths: by VDPBF16PS where the CPU has it
+// (whatever its speed), and widened to float32 (what kAuto picks where
+// VDPBF16PS is slow).
+Options with_bf16_dot(Options::Bf16Dot mode) {
+  Options o;
+  o.bf16_dot = mode;
+  return o;
+}
+const Options::Bf16Dot kBf16DotModes[] = {Options::Bf16Dot::kOn, Options::Bf16Dot::kOff};
+std::string name_of(Options::Bf16Dot mode) { return mode == Options::Bf16Dot::kOn ? "bf16_dot=on" : "bf16_dot=off"; }
 
 class FastPairs : public ::testing::TestWithParam<std::tuple<DType, DType>> {};
 
@@ -618,7 +629,7 @@ TestCase decode_batch(std::mt19937& rng, DType q_dtype, DType kv_dtype, int64_t 
 }
 
 // Decode batches over bfloat16 KV (the VDPBF16PS decode item where the CPU
-// has it): every head-group shape it takes (4 or 8 rows a KV head), one to
+// has it, and the float32 group item): every head-group shape it takes (4 or 8 rows a KV head), one to
 // eight KV heads an item, key counts off every block multiple, sequences
 // split into key chunks; windows, soft caps and a small mask value.
 TEST(FastEdges, Bfloat16KvDecodeBatchesOfEveryHeadShape) {
@@ -627,16 +638,19 @@ TEST(FastEdges, Bfloat16KvDecodeBatchesOfEveryHeadShape) {
   for (DType q : {DType::kFloat32, DType::kBFloat16})
     for (const auto& [Hkv, G, q_len] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
              {8, 4, 1}, {8, 4, 2}, {3, 8, 1}, {1, 4, 1}, {2, 2, 2}, {5, 1, 4}}) {
-      TestCase c = decode_batch(rng, q, DType::kBFloat16, Hkv, G, q_len, kv_lens);
-      c.threads = int(1 + rng() % 3);
-      SCOPED_TRACE(describe(c) + " G=" + std::to_string(G) + " q_len=" + std::to_string(q_len));
-      expect_within_bound(c, run_fast(c));
-      expect_within_bound_windowed(c, 40, 4.0f);
-      c.has_window = false;
-      c.has_cap = false;
-      c.mask_value = -2.0f;
-      expect_within_bound(c, run_fast(c));
-      if (HasFatalFailure()) return;
+      for (const Options::Bf16Dot mode : kBf16DotModes) {
+        TestCase c = decode_batch(rng, q, DType::kBFloat16, Hkv, G, q_len, kv_lens);
+        c.threads = int(1 + rng() % 3);
+        SCOPED_TRACE(describe(c) + " G=" + std::to_string(G) + " q_len=" + std::to_string(q_len) + " " + name_of(mode));
+        const Options opt = with_bf16_dot(mode);
+        expect_within_bound(c, run_fast(c, opt));
+        expect_within_bound_windowed(c, 40, 4.0f, opt);
+        c.has_window = false;
+        c.has_cap = false;
+        c.mask_value = -2.0f;
+        expect_within_bound(c, run_fast(c, opt));
+        if (HasFatalFailure()) return;
+      }
     }
 }
 
@@ -674,26 +688,30 @@ TEST(FastEdges, LargeScoresMatchTheReferencesRoundedScores) {
   // The bfloat16 paths (VDPBF16PS tile and decode item) recompute the same
   // way; their probabilities are rounded to bfloat16, so the exact truth
   // with bfloat16's unit roundoff judges them.
-  for (int64_t q_len : {1, 30}) {
-    TestCase c = decode_batch(rng, DType::kBFloat16, DType::kBFloat16, 4, 4, q_len, {40, 90});
-    for (float& x : c.kv) x = std::isnan(x) ? x : round_to(DType::kBFloat16, x * 60.0f);
-    c.sm_scale = 1.0f;
-    SCOPED_TRACE(describe(c) + " q_len=" + std::to_string(q_len));
-    expect_within_bound(c, run_fast(c));
-  }
+  for (int64_t q_len : {1, 30})
+    for (const Options::Bf16Dot mode : kBf16DotModes) {
+      TestCase c = decode_batch(rng, DType::kBFloat16, DType::kBFloat16, 4, 4, q_len, {40, 90});
+      for (float& x : c.kv) x = std::isnan(x) ? x : round_to(DType::kBFloat16, x * 60.0f);
+      c.sm_scale = 1.0f;
+      SCOPED_TRACE(describe(c) + " q_len=" + std::to_string(q_len) + " " + name_of(mode));
+      expect_within_bound(c, run_fast(c, with_bf16_dot(mode)));
+    }
 }
 
-// bfloat16 q and KV with head_dim 128: the VDPBF16PS tile where the CPU has it.
+// bfloat16 q and KV with head_dim 128: the VDPBF16PS tile where the CPU has it, and the float32 tile.
 TEST(FastEdges, Bfloat16TilesOfEveryRowCount) {
-  for (int64_t q_len : {3, 5, 16, 70}) {
-    TestCase c = one_sequence(q_len, 300, 128, 8);
-    c.q_dtype = c.kv_dtype = DType::kBFloat16;
-    for (float& x : c.q) x = round_to(DType::kBFloat16, x);
-    for (float& x : c.kv) x = round_to(DType::kBFloat16, x);
-    c.sm_scale = 0.125f;
-    expect_within_bound(c, run_fast(c));
-    expect_within_bound_windowed(c, 40, 5.0f);
-  }
+  for (int64_t q_len : {3, 5, 16, 70})
+    for (const Options::Bf16Dot mode : kBf16DotModes) {
+      TestCase c = one_sequence(q_len, 300, 128, 8);
+      c.q_dtype = c.kv_dtype = DType::kBFloat16;
+      for (float& x : c.q) x = round_to(DType::kBFloat16, x);
+      for (float& x : c.kv) x = round_to(DType::kBFloat16, x);
+      c.sm_scale = 0.125f;
+      SCOPED_TRACE("q_len=" + std::to_string(q_len) + " " + name_of(mode));
+      const Options opt = with_bf16_dot(mode);
+      expect_within_bound(c, run_fast(c, opt));
+      expect_within_bound_windowed(c, 40, 5.0f, opt);
+    }
 }
 
 TEST(FastEdges, TheCAbiEntryMatchesTheNativeEntry) {
