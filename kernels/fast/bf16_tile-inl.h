@@ -32,9 +32,10 @@ namespace rpa::fast::HWY_NAMESPACE {
 
 #define RPA_FAST_BF16_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16")))
 
+// The tile runs on 16-lane vectors (RunBf16Tile), at most four of rows.
 inline bool Bf16TileApplies(const KernelCtx& c) {
-  return c.bf16_dot && c.q_dtype == DType::kBFloat16 && c.kv_dtype == DType::kBFloat16 && !c.has_k_scale &&
-         !c.has_v_scale && c.head_dim > 0 && c.head_dim % 16 == 0;
+  return c.bf16_dot && hn::Lanes(DF()) == 16 && c.q_dtype == DType::kBFloat16 && c.kv_dtype == DType::kBFloat16 &&
+         !c.has_k_scale && !c.has_v_scale && c.head_dim > 0 && c.head_dim % 16 == 0;
 }
 
 // S^T[KC keys][RV x 16 rows] += (K pair broadcast) . (Q^T pairs).
@@ -194,6 +195,7 @@ inline bool RunBf16Tile(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t
 
 #undef RPA_FAST_BF16_ATTR
 #else
+inline bool Bf16TileApplies(const KernelCtx&) { return false; }
 inline bool RunBf16Tile(const KernelCtx&, const SeqPlan&, int64_t, int64_t, int64_t, Scratch&) { return false; }
 #endif  // AVX3
 

@@ -44,18 +44,25 @@ rpa_status attention(const rpa_problem& p, const NativeKv& kv, float* out, std::
 
   Plan plan;
   std::string error;
+  KernelCtx paths;  // what the path choices read
+  paths.q_dtype = dtype_of(p.q_dtype);
+  paths.kv_dtype = dtype_of(p.kv_dtype);
+  paths.has_k_scale = p.has_k_scale != 0;
+  paths.has_v_scale = p.has_v_scale != 0;
+  paths.head_dim = p.head_dim;
+  switch (options.bf16_dot) {
+    case Options::Bf16Dot::kAuto: paths.bf16_dot = bf16_dot_is_fast(); break;
+    case Options::Bf16Dot::kOn: paths.bf16_dot = has_bf16_dot(); break;
+    case Options::Bf16Dot::kOff: paths.bf16_dot = false; break;
+  }
   PlanShape shape;
-  shape.tile_rows = tile_rows();
+  shape.tile_rows = tile_rows(paths);
   shape.group_rows = group_rows();
   int threads = p.num_threads > 0 ? p.num_threads : ThreadPool::hardware_threads();
   shape.threads = threads;
   if (!make_plan(p, kv, shape, options.skip_masked_blocks, out, plan, error))
     return fail(RPA_ERR_UNSUPPORTED, nullptr, error);
-  switch (options.bf16_dot) {
-    case Options::Bf16Dot::kAuto: plan.ctx.bf16_dot = bf16_dot_is_fast(); break;
-    case Options::Bf16Dot::kOn: plan.ctx.bf16_dot = has_bf16_dot(); break;
-    case Options::Bf16Dot::kOff: plan.ctx.bf16_dot = false; break;
-  }
+  plan.ctx.bf16_dot = paths.bf16_dot;
   // Rows past the output are not written (as the TPU kernel leaves them):
   // clearing them would cost a pass over the whole q-sized buffer per call.
   threads = std::max(1, std::min<int>(threads, int(std::min<size_t>(plan.items.size(), 1024))));

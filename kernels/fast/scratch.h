@@ -21,6 +21,9 @@ static_assert(kGroupBlockKeys <= kBlockKeys && kGroupBlockKeys % 4 == 0);
 // KV heads it takes at once.
 inline constexpr int64_t kMaxRowsA = 16;
 inline constexpr int64_t kGroupHeads = 8;
+// Most vectors of rows a tile (TileB) holds: the tallest tile, used where
+// K and V are converted per block, so one conversion serves its rows.
+inline constexpr size_t kMaxTileRowVectors = 8;
 
 struct Scratch {
   size_t lanes = 0;   // float lanes of the SIMD target
@@ -30,7 +33,7 @@ struct Scratch {
   hwy::AlignedFreeUniquePtr<float[]> kbuf, vbuf;  // [kGroupHeads][kBlockKeys][Dp] converted K / V rows
   hwy::AlignedFreeUniquePtr<float[]> zero;        // [Dp] zeros (K rows past a block's end)
   hwy::AlignedFreeUniquePtr<float[]> exact_k;     // [Dp] a K row converted for ExactGroupScoresIfLarge
-  hwy::AlignedFreeUniquePtr<float[]> qt;          // TileB: Q^T [head_dim][4 * lanes]; TileGroup: Q [heads][16][Dp]
+  hwy::AlignedFreeUniquePtr<float[]> qt;          // TileB: Q^T [head_dim][rows]; TileGroup: Q [heads][16][Dp]
   hwy::AlignedFreeUniquePtr<float[]> st;          // scores / probabilities of a block
   hwy::AlignedFreeUniquePtr<float[]> o;           // accumulator [rows][Dp]
   hwy::AlignedFreeUniquePtr<float[]> alpha, lsum; // per row
@@ -47,7 +50,7 @@ struct Scratch {
     Dp = (size_t(head_dim_) + lanes - 1) / lanes * lanes;
     if (Dp == 0) Dp = lanes;
     in_place = kv_in_place;
-    const size_t rows = std::max<size_t>(4 * lanes, size_t(kMaxRowsA * kGroupHeads));
+    const size_t rows = std::max<size_t>(kMaxTileRowVectors * lanes, size_t(kMaxRowsA * kGroupHeads));
     kbuf = hwy::AllocateAligned<float>(size_t(kGroupHeads * kBlockKeys) * Dp);
     vbuf = hwy::AllocateAligned<float>(size_t(kGroupHeads * kBlockKeys) * Dp);
     zero = hwy::AllocateAligned<float>(Dp);

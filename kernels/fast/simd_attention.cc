@@ -53,7 +53,13 @@ inline void RunItem(const Plan& plan, const WorkItem& w, Scratch& sc) {
   const int64_t rv = (w.row1 - w.row0 + N - 1) / N;
   if (rv <= 1) return TileB<1>(c, s, w.kv_head, w.row0, w.row1, sc);
   if (rv <= 2) return TileB<2>(c, s, w.kv_head, w.row0, w.row1, sc);
-  return TileB<4>(c, s, w.kv_head, w.row0, w.row1, sc);
+  if (rv <= 4) return TileB<4>(c, s, w.kv_head, w.row0, w.row1, sc);
+  return TileB<int(kMaxTileRowVectors)>(c, s, w.kv_head, w.row0, w.row1, sc);
+}
+
+int64_t TileRowsOfTarget(const KernelCtx* c) {
+  const int64_t N = int64_t(hn::Lanes(DF()));
+  return KvReadInPlace(*c) || Bf16TileApplies(*c) ? 4 * N : int(kMaxTileRowVectors) * N;
 }
 
 int64_t LanesOfTarget() { return int64_t(hn::Lanes(DF())); }
@@ -63,8 +69,7 @@ int64_t GroupRowsOfTarget() { return GroupRowsMax(); }
 void RunPlan(const Plan* plan, int threads) {
   const KernelCtx& c = plan->ctx;
   const size_t N = hn::Lanes(DF());
-  const bool in_place = c.kv_dtype == DType::kFloat32 && !c.has_k_scale && !c.has_v_scale && c.head_dim > 0 &&
-                        size_t(c.head_dim) % N == 0;
+  const bool in_place = KvReadInPlace(c);
   std::atomic<size_t> next{0};
   const auto& items = plan->items;
   ThreadPool::global().run(threads, [&](int) {
@@ -123,6 +128,7 @@ namespace rpa::fast {
 HWY_EXPORT(LanesOfTarget);
 HWY_EXPORT(NameOfTarget);
 HWY_EXPORT(GroupRowsOfTarget);
+HWY_EXPORT(TileRowsOfTarget);
 HWY_EXPORT(RunPlan);
 HWY_EXPORT(ConvertRowForTest);
 HWY_EXPORT(RoundValues);
@@ -130,6 +136,7 @@ HWY_EXPORT(MaxAbsBits);
 
 int64_t simd_lanes() { return HWY_DYNAMIC_DISPATCH(LanesOfTarget)(); }
 int64_t group_rows() { return HWY_DYNAMIC_DISPATCH(GroupRowsOfTarget)(); }
+int64_t tile_rows(const KernelCtx& c) { return HWY_DYNAMIC_DISPATCH(TileRowsOfTarget)(&c); }
 const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(NameOfTarget)(); }
 void run_plan(const Plan& plan, int threads) { HWY_DYNAMIC_DISPATCH(RunPlan)(&plan, threads); }
 void convert_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, int64_t n, float* dst) {

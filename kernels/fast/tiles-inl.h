@@ -91,6 +91,14 @@ inline void GatherBlock(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t
   for (size_t j = size_t(nb); j < nbp; ++j) sc.krow[j] = reinterpret_cast<const uint8_t*>(sc.zero.get());
 }
 
+// float32 K and V without scales are read where they lie in the cache
+// (head_dim a multiple of the lanes); every other KV block is converted to
+// float32 rows first (GatherBlock).
+inline bool KvReadInPlace(const KernelCtx& c) {
+  return c.kv_dtype == DType::kFloat32 && !c.has_k_scale && !c.has_v_scale && c.head_dim > 0 &&
+         size_t(c.head_dim) % hn::Lanes(DF()) == 0;
+}
+
 // How the tiles read a row: its dtype as stored (float32 once converted)
 // and, for native rows, the dequantisation the reference applies.
 struct RowRead {

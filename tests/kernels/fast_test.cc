@@ -547,6 +547,26 @@ TEST(FastEdges, LongSequencesEveryTileShapeAndThreadCount) {
     }
 }
 
+// KV that is converted per block (any dtype but float32 without scales)
+// goes through tiles of up to eight vectors of rows: full ones, and the last
+// tile of a sequence with five to seven vectors; with a window too.
+TEST(FastEdges, TallTilesOfConvertedKv) {
+  for (DType kv : {DType::kFloat8E4M3FN, DType::kBFloat16, DType::kFloat32})
+    for (int64_t q_len : {9, 20, 41}) {
+      TestCase c = one_sequence(q_len, 200, 64, 8);
+      c.kv_dtype = kv;
+      for (float& x : c.kv) x = std::isnan(x) ? x : round_to(kv, x);
+      if (kv == DType::kFloat32) {  // a scale makes float32 KV converted too
+        c.has_k_scale = true;
+        c.k_scale = 0.75f;
+      }
+      c.threads = int(1 + q_len % 3);
+      SCOPED_TRACE(describe(c) + " q_len=" + std::to_string(q_len));
+      expect_within_bound(c, run_fast(c, with_bf16_dot(Options::Bf16Dot::kOff)));
+      expect_within_bound_windowed(c, 50, 6.0f, with_bf16_dot(Options::Bf16Dot::kOff));
+    }
+}
+
 // Each tile proves the q side of the skip itself: here token 10's q rows
 // are large enough that keys masked for its whole tile still weigh as much
 // as the attended ones (s + mask_value reaches the row's max), while the
