@@ -8,6 +8,8 @@
 #include <memory>
 #include <vector>
 
+#include <unistd.h>
+
 #include "kernels/fast/native_kv.h"
 #include "kernels/fast/thread_pool.h"
 
@@ -67,10 +69,26 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Bigger than any last-level cache this runs on (and 8x this machine's 32 MiB L3).
-constexpr int64_t kStreamFloats = int64_t(64) << 20;  // 256 MiB
 volatile uint64_t g_flush_sink;  // keeps flush_caches' reads
 }  // namespace
+
+long long last_level_cache_bytes() {
+  static const long long bytes = [] {
+    long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (v <= 0) v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return v > 0 ? (long long)v : (32LL << 20);
+  }();
+  return bytes;
+}
+long long stream_buffer_bytes() { return std::max(256LL << 20, 4 * last_level_cache_bytes()) / 4096 * 4096; }
+long long flush_buffer_bytes() { return std::max(96LL << 20, 3 * last_level_cache_bytes()) / 4096 * 4096; }
+
+Ceilings larger_of(const Ceilings& a, const Ceilings& b) {
+  Ceilings c = a;
+  c.fma_gflops = std::max(a.fma_gflops, b.fma_gflops);
+  c.stream_gbs = std::max(a.stream_gbs, b.stream_gbs);
+  return c;
+}
 
 const char* ceilings_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 
@@ -99,9 +117,10 @@ Ceilings measure_ceilings(int threads, bool quick) {
 
   // On huge pages where the OS allows, as the fast kernel's KV cache
   // (encode_kv): the same TLB reach for both sides of stream_fraction.
+  const int64_t stream_floats = stream_buffer_bytes() / int64_t(sizeof(float));
   const std::unique_ptr<float, void (*)(void*) noexcept> buf(
-      static_cast<float*>(fast::huge_page_alloc(size_t(kStreamFloats) * sizeof(float))), fast::huge_page_free);
-  const int64_t per = kStreamFloats / n / 64 * 64;
+      static_cast<float*>(fast::huge_page_alloc(size_t(stream_floats) * sizeof(float))), fast::huge_page_free);
+  const int64_t per = stream_floats / n / 64 * 64;
   pool.run(n, [&](int w) {  // first touch by the thread that reads it
     std::fill(buf.get() + w * per, buf.get() + (w + 1) * per, 1.0f);
   });
@@ -120,7 +139,7 @@ void flush_caches() {
   // pool's threads are still polling when the timed call starts - as in a
   // serving loop, where calls follow each other; a sleeping worker's wake-up
   // (0.1-0.3 ms here) is not the kernel's time.
-  static const std::vector<uint8_t> junk(size_t(96) << 20, 1);  // 3x this machine's L3
+  static const std::vector<uint8_t> junk(size_t(flush_buffer_bytes()), 1);
   auto& pool = fast::ThreadPool::global();
   const int n = fast::ThreadPool::hardware_threads();
   const size_t per = junk.size() / size_t(n) / 64 * 64;

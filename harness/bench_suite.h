@@ -39,6 +39,9 @@ struct BenchReport {
   Ceilings ceilings;
   std::vector<BenchRow> rows;
   std::vector<std::string> notes;  // rows skipped and why, the SIMD target, ...
+  // The ceilings read after the rows were higher than before (by over 2%):
+  // the fractions printed as progress are of the lower, earlier reading.
+  bool ceilings_rose = false;
 };
 
 BenchReport run_bench(const BenchOptions& options);

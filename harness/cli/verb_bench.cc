@@ -38,6 +38,7 @@ int run(const Options& opt) {
     std::fputs(bench_json(r).c_str(), stdout);
     for (const auto& n : r.notes) std::fprintf(stderr, "rpa bench: %s\n", n.c_str());
   } else {
+    if (r.ceilings_rose) std::printf("fractions of the larger ceilings (read after the rows):\n%s", bench_table(r).c_str());
     std::printf("ceilings: %.1f GFLOP/s FMA, %.1f GB/s stream, %d threads\n", r.ceilings.fma_gflops,
                 r.ceilings.stream_gbs, r.ceilings.threads);
     for (const auto& n : r.notes) std::printf("note: %s\n", n.c_str());
