@@ -70,6 +70,12 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// A row's share of each ceiling.
+void set_fractions(BenchRow& r, const Ceilings& c) {
+  r.fma_fraction = c.fma_gflops > 0 ? r.gflops / c.fma_gflops : 0;
+  r.stream_fraction = c.stream_gbs > 0 ? r.gbs / c.stream_gbs : 0;
+}
+
 BenchRow make_row(const char* impl, const char* shape, DType q, DType kv, const std::vector<double>& times,
                   const Work& w, const Ceilings& c) {
   BenchRow r;
@@ -81,8 +87,7 @@ BenchRow make_row(const char* impl, const char* shape, DType q, DType kv, const 
   r.repeats = int(times.size());
   r.gflops = w.flops / r.median_s * 1e-9;
   r.gbs = w.kv_bytes / r.median_s * 1e-9;
-  r.fma_fraction = c.fma_gflops > 0 ? r.gflops / c.fma_gflops : 0;
-  r.stream_fraction = c.stream_gbs > 0 ? r.gbs / c.stream_gbs : 0;
+  set_fractions(r, c);
   return r;
 }
 
@@ -262,10 +267,7 @@ BenchReport run_bench(const BenchOptions& o) {
   // the rows' fractions are recomputed from it.
   const Ceilings before = rep.ceilings, after = measure_ceilings(o.threads, o.quick);
   rep.ceilings = larger_of(before, after);
-  for (BenchRow& row : rep.rows) {
-    row.fma_fraction = rep.ceilings.fma_gflops > 0 ? row.gflops / rep.ceilings.fma_gflops : 0;
-    row.stream_fraction = rep.ceilings.stream_gbs > 0 ? row.gbs / rep.ceilings.stream_gbs : 0;
-  }
+  for (BenchRow& row : rep.rows) set_fractions(row, rep.ceilings);
   char line[256];
   std::snprintf(line, sizeof line,
                 "ceilings before / after the rows: FMA %.1f / %.1f GFLOP/s, stream %.1f / %.1f GB/s (buffer %lld MiB, "

@@ -185,7 +185,7 @@ RPA_FAST_BF16_ATTR void TileBf16(const KernelCtx& c, const SeqPlan& s, int64_t g
 
 // Runs a tile item on the bfloat16 path if it applies; false otherwise.
 inline bool RunBf16Tile(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_t row1, Scratch& sc) {
-  if (!Bf16TileApplies(c) || hn::Lanes(DF()) != 16) return false;
+  if (!Bf16TileApplies(c)) return false;
   const int64_t rv = (row1 - row0 + 15) / 16;
   if (rv <= 1) TileBf16<1>(c, s, g, row0, row1, sc);
   else if (rv <= 2) TileBf16<2>(c, s, g, row0, row1, sc);

@@ -649,9 +649,10 @@ TestCase decode_batch(std::mt19937& rng, DType q_dtype, DType kv_dtype, int64_t 
 }
 
 // Decode batches over bfloat16 KV (the VDPBF16PS decode item where the CPU
-// has it, and the float32 group item): every head-group shape it takes (4 or 8 rows a KV head), one to
-// eight KV heads an item, key counts off every block multiple, sequences
-// split into key chunks; windows, soft caps and a small mask value.
+// has it, and the float32 group item): every head-group shape they take (4
+// or 8 rows a KV head), one to eight KV heads an item, key counts off every
+// block multiple, sequences split into key chunks; windows, soft caps and a
+// small mask value.
 TEST(FastEdges, Bfloat16KvDecodeBatchesOfEveryHeadShape) {
   std::mt19937 rng(77);
   const std::vector<int64_t> kv_lens{1, 5, 17, 64, 333, 700};
