@@ -1,4 +1,4 @@
-// The fast kernel's decode item for bfloat16 KV (AVX-512 targets with AVX512-BF16): few rows per KV head, V by VDPBF16PS.
+// The fast kernel's decode item for bfloat16 KV (AVX-512 targets with AVX512-BF16): few rows per KV head, K and V widened in one operation a vector.
 // Included once per target by simd_attention.cc through foreach_target.h; empty on other targets.
 //
 // TileGroup's work (every row of a few KV heads of one sequence, key chunk
@@ -11,11 +11,15 @@
 //    in that even/odd order once per item. Where q's values are bfloat16,
 //    q.k is VDPBF16PS of q's pairs with K's words as they lie (products of
 //    bfloat16 values are exact in float32): half the instructions.
-//  * the probabilities are rounded to bfloat16 - the reference's own
+//  * p.v, where VDPBF16PS is fast (KernelCtx::bf16_dot, AMD): the
+//    probabilities are rounded to bfloat16 - the reference's own
 //    softmax(...).astype(v.dtype) (kernel.py:142) - and p.v is VDPBF16PS
 //    over key pairs: V rows of two keys interleaved by VPUNPCK{L,H}WD,
 //    which permutes head_dim within 128-bit blocks; the accumulator is put
 //    back in order when the rows are written.
+//  * p.v elsewhere (Intel, where VDPBF16PS issues at half the FMA rate):
+//    float32 probabilities, V widened even/odd as K is, FMAs; q.k then
+//    takes FMAs for bfloat16 q too. No VDPBF16PS runs on this path.
 //  * the online softmax state lives in vectors of the score layout (lane
 //    i: row i % 4 of a group of 4, key i / 4 of the register block).
 // Subnormal bfloat16 inputs of VDPBF16PS count as zero (weights below
@@ -43,15 +47,24 @@ namespace rpa::fast::HWY_NAMESPACE {
 // Keys per block of the item: one softmax step, one rescale of the
 // accumulators and one set of row pointers per block and head. 64 keys
 // measured faster than 32 and 16 warm, and no slower cold (figures in
-// docs/fast_kernel.md).
+// docs/fast_kernel.md); on the Xeon's FMA path 32 and 16 measured the same
+// as 64 cold.
 inline constexpr int64_t kBf16BlockKeys = 64;
 // sa [heads][groups of 4][keys][4] and pw [key pairs][4] live in the
 // scratch's st and lsum buffers.
 static_assert(kBf16BlockKeys <= kBlockKeys && kBf16BlockKeys % 8 == 0, "st holds kBlockKeys keys per row");
 static_assert(kBf16BlockKeys / 2 * 4 <= kMaxRowsA * kGroupHeads, "lsum holds the block's bfloat16 pairs");
 
+// The first block of an item has no block before it to stream it into L2.
+// Where VDPBF16PS is fast (as measured on AMD) all of it is asked for at
+// once; on the FMA path only its first tokens are: asking for all 64 rows
+// at once stalled the core for the whole DRAM time (bench cold decode,
+// Xeon, interleaved A/B, medians of 30: 0.96-0.985x the time with 8
+// tokens, the same with none).
+inline constexpr int64_t kFirstBurstTokens = 8;
+
 inline bool Bf16GroupApplies(const KernelCtx& c) {
-  return c.bf16_dot && c.kv_dtype == DType::kBFloat16 && !c.has_k_scale && !c.has_v_scale && c.head_dim > 0 &&
+  return c.bf16_item && c.kv_dtype == DType::kBFloat16 && !c.has_k_scale && !c.has_v_scale && c.head_dim > 0 &&
          c.head_dim % 64 == 0 && hn::Lanes(DF()) == 16;
 }
 
@@ -113,8 +126,9 @@ struct L2LineStream {
 // as they lie - exact products, as the float32 einsum (kernel.py:131), half
 // the instructions. krows[t]: token t's K row. The score of (t, row r) goes
 // to sa + ((r / 4) * kBf16BlockKeys + t) * 4 + r % 4: per group of 4 rows,
-// [key][4], the softmax's layout.
-template <int kT, int kR, bool kQPairs>
+// [key][4], the softmax's layout. kTwoLines: two lines of `pf` per
+// (chunk, token) step, else one (p.v then streams the other half).
+template <int kT, int kR, bool kQPairs, bool kTwoLines>
 RPA_FAST_BF16G_ATTR HWY_INLINE void QKStepBf16(const float* HWY_RESTRICT qeo, int64_t D, const uint8_t* const* krows,
                                                 float* HWY_RESTRICT sa, L2LineStream& pf) {
   static_assert(kT * kR == 16 && kR % 4 == 0, "sixteen accumulators");
@@ -147,7 +161,7 @@ RPA_FAST_BF16G_ATTR HWY_INLINE void QKStepBf16(const float* HWY_RESTRICT qeo, in
       for (int r = 0; r < kR; ++r) qe[r] = _mm512_load_ps(qc + r * D), qo[r] = _mm512_load_ps(qc + r * D + 16);
     for (int t = 0; t < kT; ++t) {
       pf.Next();
-      pf.Next();
+      if constexpr (kTwoLines) pf.Next();
       const uint8_t* kp = krows[t] + 2 * c0;
       __builtin_prefetch(kp + 2 * D, 0, 3);  // the V line p.v reads
       __m512* at = acc + t * kR;
@@ -219,6 +233,49 @@ RPA_FAST_BF16G_ATTR HWY_INLINE void PVBf16Kv(float* HWY_RESTRICT o, int64_t D, c
     for (int v = 0; v < 4; ++v) _mm512_store_ps(o + r * D + c0 + v * 16, acc[r][v]);
 }
 
+// The item's p.v without VDPBF16PS (where it issues at half the FMA rate):
+// o[4 rows][64 dims at c0] = o * alpha + sum over keys of p[key][r] * V[key],
+// with p the float32 probabilities as GroupBlockSoftmax leaves them ([key][4])
+// and V widened from 64-byte loads as QKStepBf16 widens K, so o's dims are
+// in that even/odd order per 32-element chunk (UnpermuteEvenOdd). Per key:
+// the next head step's K lines into L1, two lines of the next block's L2
+// stream (the other half of what QKStepBf16 issues, so DRAM is asked
+// through p.v too).
+RPA_FAST_BF16G_ATTR HWY_INLINE void PVBf16Fma(float* HWY_RESTRICT o, int64_t D, const float* alpha,
+                                               const float* HWY_RESTRICT p, int64_t nb, const uint8_t* const* vrow,
+                                               int64_t c0, const uint8_t* const* knext, L2LineStream& pf) {
+  __m512 acc[4][4];
+  for (int r = 0; r < 4; ++r) {
+    const __m512 a = _mm512_set1_ps(alpha[r]);
+    for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_mul_ps(_mm512_load_ps(o + r * D + c0 + v * 16), a);
+  }
+  const __m512i hi = _mm512_set1_epi32(int(0xFFFF0000u));
+  for (int64_t j = 0; j < nb; ++j) {
+    __builtin_prefetch(knext[j] + 2 * c0, 0, 3), __builtin_prefetch(knext[j] + 2 * c0 + 64, 0, 3);
+    pf.Next();
+    pf.Next();
+    const __m512i a = _mm512_loadu_si512(vrow[j] + 2 * c0);
+    const __m512i b = _mm512_loadu_si512(vrow[j] + 2 * c0 + 64);
+    __m512 vv[4];
+    vv[0] = _mm512_castsi512_ps(_mm512_slli_epi32(a, 16));
+    vv[1] = _mm512_castsi512_ps(_mm512_and_si512(a, hi));
+    vv[2] = _mm512_castsi512_ps(_mm512_slli_epi32(b, 16));
+    vv[3] = _mm512_castsi512_ps(_mm512_and_si512(b, hi));
+    for (int r = 0; r < 4; ++r) {
+      const __m512 pr = _mm512_set1_ps(p[j * 4 + r]);
+      for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_fmadd_ps(pr, vv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < 4; ++r)
+    for (int v = 0; v < 4; ++v) _mm512_store_ps(o + r * D + c0 + v * 16, acc[r][v]);
+}
+
+// The row of PVBf16Fma's accumulator in head_dim order.
+inline void UnpermuteEvenOdd(const float* HWY_RESTRICT o, int64_t D, float* HWY_RESTRICT out) {
+  for (int64_t c0 = 0; c0 < D; c0 += 32)
+    for (int64_t i = 0; i < 16; ++i) out[c0 + 2 * i] = o[c0 + i], out[c0 + 2 * i + 1] = o[c0 + 16 + i];
+}
+
 // The accumulator row in head_dim order: in each 32-element chunk, vector
 // 0 holds dims 8b + i and vector 1 dims 8b + 4 + i at lane 4b + i.
 inline void UnpermuteRow(const float* HWY_RESTRICT o, int64_t D, float* HWY_RESTRICT out) {
@@ -242,7 +299,8 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   // q rows as QKStepBf16 reads them: bfloat16 pairs (one word per two
   // dims) when q's values are bfloat16, else float32 in even/odd order per
   // 32-element chunk. o zeroed.
-  const bool q_pairs = c.q_dtype == DType::kBFloat16;
+  const bool dot = c.bf16_dot;
+  const bool q_pairs = dot && c.q_dtype == DType::kBFloat16;
   float* qa = sc.qt.get();  // [nh][NG * 4][D]
   float* o = sc.o.get();    // [nh][NG * 4][D], permuted dims
   std::fill(qa, qa + size_t(nh) * rows_stride, 0.0f);
@@ -287,10 +345,10 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   const uint8_t** tok_next = tok_bufs[1];  // the next block's
   TokenRows(c, s, h0, keys.range.lo, std::min<int64_t>(kBf16BlockKeys, keys.range.hi + 1 - keys.range.lo), tok);
   const uint8_t* vr[kBf16BlockKeys + 2];
-  {  // The first block has no block before it to stream it in: asked for at once.
+  {  // The first block has no block before it to stream it in (kFirstBurstTokens).
     L2LineStream first{.rows = tok,
                        .j = 0,
-                       .j_end = std::min<int64_t>(kBf16BlockKeys, keys.range.hi + 1 - keys.range.lo),
+                       .j_end = std::min<int64_t>(dot ? kBf16BlockKeys : kFirstBurstTokens, keys.range.hi + 1 - keys.range.lo),
                        .bytes = token_bytes};
     first.Start();
     first.Rest();
@@ -321,12 +379,15 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
         for (int64_t t = 0; t < (NG == 1 ? 4 : 2); ++t) kt[t] = t0 + t < nb ? tok[t0 + t] + hoff : zero;
         float* sdst = sa + (h * NG * kBf16BlockKeys + t0) * 4;
         if (NG == 1) {
-          if (q_pairs) QKStepBf16<4, 4, true>(qh, D, kt, sdst, pf); else QKStepBf16<4, 4, false>(qh, D, kt, sdst, pf);
+          if (q_pairs) QKStepBf16<4, 4, true, true>(qh, D, kt, sdst, pf);
+          else if (dot) QKStepBf16<4, 4, false, true>(qh, D, kt, sdst, pf);
+          else QKStepBf16<4, 4, false, false>(qh, D, kt, sdst, pf);
         } else {
-          if (q_pairs) QKStepBf16<2, 8, true>(qh, D, kt, sdst, pf); else QKStepBf16<2, 8, false>(qh, D, kt, sdst, pf);
+          if (q_pairs) QKStepBf16<2, 8, true, true>(qh, D, kt, sdst, pf);
+          else if (dot) QKStepBf16<2, 8, false, true>(qh, D, kt, sdst, pf);
+          else QKStepBf16<2, 8, false, false>(qh, D, kt, sdst, pf);
         }
       }
-      pf.Rest();
       // The next head step's K rows (the next block's first head after the
       // last), during this one's p.v; rows past the block read the zero row.
       const uint8_t* knext[kBf16BlockKeys];
@@ -339,10 +400,15 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
         float* sg = sa + (h * NG + gi) * kBf16BlockKeys * 4;  // [key][4]
         ExactGroupScoresIfLarge(c, s, h0 + h, gi, R, nb, nb4, kh, /*native=*/true, sg, sc);
         GroupBlockSoftmax(c, g, h, gi, sg, nb4, nb8, b0, nb, need_mask, alpha);
-        PairProbabilities(sg, nb8, pw);
         float* oh = o + h * rows_stride + gi * 4 * D;
-        for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Kv(oh, D, alpha, pw, nb8 / 2, vr, c0, knext);
+        if (dot) {
+          PairProbabilities(sg, nb8, pw);
+          for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Kv(oh, D, alpha, pw, nb8 / 2, vr, c0, knext);
+        } else {
+          for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Fma(oh, D, alpha, sg, nb, vr, c0, knext, pf);
+        }
       }
+      pf.Rest();
     }
     std::swap(tok, tok_next);
   }
@@ -350,7 +416,7 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   HWY_ALIGN float row[1024];
   float* ordered = D <= 1024 ? row : sc.kbuf.get();
   FinishGroup(c, s, g, h0, nh, partial, [&](int64_t h, int64_t r) {
-    UnpermuteRow(o + h * rows_stride + r * D, D, ordered);
+    if (dot) UnpermuteRow(o + h * rows_stride + r * D, D, ordered); else UnpermuteEvenOdd(o + h * rows_stride + r * D, D, ordered);
     return static_cast<const float*>(ordered);
   });
 }

@@ -19,12 +19,15 @@ struct Options {
   // Skip KV blocks masked for every row of a tile where that is provably
   // exact (see plan.h); false visits every key (for tests).
   bool skip_masked_blocks = true;
-  // The bfloat16 paths by VDPBF16PS (the bf16 x bf16 tile, the bfloat16-KV
-  // decode item): kAuto where the CPU runs it at least at the float32 FMA's
-  // rate (cpu_traits.h), kOn wherever the CPU has it (tests of that path on
-  // any such CPU), kOff never (bfloat16 widened to float32, FMAs).
+  // VDPBF16PS (in the bf16 x bf16 tile and the bfloat16-KV decode item's
+  // p.v): kAuto where the CPU runs it at least at the float32 FMA's rate
+  // (cpu_traits.h), kOn wherever the CPU has it (tests of that path on any
+  // such CPU), kOff never (bfloat16 widened to float32, FMAs).
   enum class Bf16Dot { kAuto, kOn, kOff };
   Bf16Dot bf16_dot = Bf16Dot::kAuto;
+  // The decode item for bfloat16 KV (bf16_group-inl.h) where the CPU has
+  // AVX512-BF16; false: the generic group item (for tests of it there).
+  bool bf16_decode_item = true;
 };
 rpa_status attention(const rpa_problem& p, const NativeKv& kv, float* out, std::vector<std::string>* diagnostics,
                      const Options& options = {});

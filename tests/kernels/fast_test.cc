@@ -373,16 +373,26 @@ void expect_within_bound_windowed(TestCase& c, int64_t window, float cap, const 
   expect_within_bound(c, run_fast(c, opt));
 }
 
-// Both ways of the bfloat16 paths: by VDPBF16PS where the CPU has it
-// (whatever its speed), and widened to float32 (what kAuto picks where
-// VDPBF16PS is slow).
-Options with_bf16_dot(Options::Bf16Dot mode) {
+// Every way of the bfloat16 paths: by VDPBF16PS where the CPU has it
+// (whatever its speed); widened to float32 (what kAuto picks where
+// VDPBF16PS is slow), which for bfloat16-KV decode is the decode item's FMA
+// path where the CPU has AVX512-BF16; and that decode left to the generic
+// group item (what CPUs without AVX512-BF16 run).
+struct Bf16Mode {
+  const char* name;
+  Options::Bf16Dot dot;
+  bool decode_item;
+};
+const Bf16Mode kBf16Modes[] = {{"bf16_dot=on", Options::Bf16Dot::kOn, true},
+                               {"bf16_dot=off", Options::Bf16Dot::kOff, true},
+                               {"bf16_dot=off, generic group item", Options::Bf16Dot::kOff, false}};
+Options with_bf16_mode(const Bf16Mode& mode) {
   Options o;
-  o.bf16_dot = mode;
+  o.bf16_dot = mode.dot;
+  o.bf16_decode_item = mode.decode_item;
   return o;
 }
-const Options::Bf16Dot kBf16DotModes[] = {Options::Bf16Dot::kOn, Options::Bf16Dot::kOff};
-std::string name_of(Options::Bf16Dot mode) { return mode == Options::Bf16Dot::kOn ? "bf16_dot=on" : "bf16_dot=off"; }
+Options with_bf16_dot(Options::Bf16Dot dot) { return with_bf16_mode({"", dot, true}); }
 
 class FastPairs : public ::testing::TestWithParam<std::tuple<DType, DType>> {};
 
@@ -659,11 +669,11 @@ TEST(FastEdges, Bfloat16KvDecodeBatchesOfEveryHeadShape) {
   for (DType q : {DType::kFloat32, DType::kBFloat16})
     for (const auto& [Hkv, G, q_len] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
              {8, 4, 1}, {8, 4, 2}, {3, 8, 1}, {1, 4, 1}, {2, 2, 2}, {5, 1, 4}}) {
-      for (const Options::Bf16Dot mode : kBf16DotModes) {
+      for (const Bf16Mode& mode : kBf16Modes) {
         TestCase c = decode_batch(rng, q, DType::kBFloat16, Hkv, G, q_len, kv_lens);
         c.threads = int(1 + rng() % 3);
-        SCOPED_TRACE(describe(c) + " G=" + std::to_string(G) + " q_len=" + std::to_string(q_len) + " " + name_of(mode));
-        const Options opt = with_bf16_dot(mode);
+        SCOPED_TRACE(describe(c) + " G=" + std::to_string(G) + " q_len=" + std::to_string(q_len) + " " + mode.name);
+        const Options opt = with_bf16_mode(mode);
         expect_within_bound(c, run_fast(c, opt));
         expect_within_bound_windowed(c, 40, 4.0f, opt);
         c.has_window = false;
@@ -710,26 +720,26 @@ TEST(FastEdges, LargeScoresMatchTheReferencesRoundedScores) {
   // way; their probabilities are rounded to bfloat16, so the exact truth
   // with bfloat16's unit roundoff judges them.
   for (int64_t q_len : {1, 30})
-    for (const Options::Bf16Dot mode : kBf16DotModes) {
+    for (const Bf16Mode& mode : kBf16Modes) {
       TestCase c = decode_batch(rng, DType::kBFloat16, DType::kBFloat16, 4, 4, q_len, {40, 90});
       for (float& x : c.kv) x = std::isnan(x) ? x : round_to(DType::kBFloat16, x * 60.0f);
       c.sm_scale = 1.0f;
-      SCOPED_TRACE(describe(c) + " q_len=" + std::to_string(q_len) + " " + name_of(mode));
-      expect_within_bound(c, run_fast(c, with_bf16_dot(mode)));
+      SCOPED_TRACE(describe(c) + " q_len=" + std::to_string(q_len) + " " + mode.name);
+      expect_within_bound(c, run_fast(c, with_bf16_mode(mode)));
     }
 }
 
 // bfloat16 q and KV with head_dim 128: the VDPBF16PS tile where the CPU has it, and the float32 tile.
 TEST(FastEdges, Bfloat16TilesOfEveryRowCount) {
   for (int64_t q_len : {3, 5, 16, 70})
-    for (const Options::Bf16Dot mode : kBf16DotModes) {
+    for (const Bf16Mode& mode : kBf16Modes) {
       TestCase c = one_sequence(q_len, 300, 128, 8);
       c.q_dtype = c.kv_dtype = DType::kBFloat16;
       for (float& x : c.q) x = round_to(DType::kBFloat16, x);
       for (float& x : c.kv) x = round_to(DType::kBFloat16, x);
       c.sm_scale = 0.125f;
-      SCOPED_TRACE("q_len=" + std::to_string(q_len) + " " + name_of(mode));
-      const Options opt = with_bf16_dot(mode);
+      SCOPED_TRACE("q_len=" + std::to_string(q_len) + " " + mode.name);
+      const Options opt = with_bf16_mode(mode);
       expect_within_bound(c, run_fast(c, opt));
       expect_within_bound_windowed(c, 40, 5.0f, opt);
     }
