@@ -118,18 +118,24 @@ bool time_impl(const std::string& name, const Case& c, const ImplOptions& opt, i
   return true;
 }
 
-// The KV cache in its native storage, kept while the next case has the same KV contents.
+// The KV cache in its native storage, kept while the next case has the same
+// KV contents; shared, so the calls built on it outlive a replacement.
 struct NativeCache {
   std::vector<float> values;
-  std::unique_ptr<fast::NativeKv> kv;
+  std::shared_ptr<const fast::NativeKv> kv;
 };
+
+// Bit for bit: the pages past each sequence hold NaN, which == never matches.
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
 
 // The fast kernel's call on one case, ready to time on the native cache as
 // a server calls it: the case's buffers, the cache, and one warm-up call made
-// (its status in `st`). Built once per case, however many batches time it.
+// (its status in `st`). Built once per case, however many rounds time it.
 struct FastCall {
   ProblemBuffers buf;
-  const fast::NativeKv* kv = nullptr;
+  std::shared_ptr<const fast::NativeKv> kv;
   std::vector<float> out;
   rpa_status st{RPA_OK, nullptr, nullptr};
 };
@@ -138,11 +144,15 @@ void prepare_fast(const Case& c, int threads, NativeCache& cache, FastCall& f) {
   make_problem(c, f.buf);
   rpa_problem& p = f.buf.problem;
   p.num_threads = threads;
-  if (!cache.kv || cache.values != f.buf.kv_pages) {
+  if (!cache.kv || !same_bits(cache.values, f.buf.kv_pages)) {
     cache.values = f.buf.kv_pages;
-    cache.kv = std::make_unique<fast::NativeKv>(fast::encode_kv(p));
+    cache.kv = std::make_shared<const fast::NativeKv>(fast::encode_kv(p));
   }
-  f.kv = cache.kv.get();
+  f.kv = cache.kv;
+  // The kernel reads the native cache only (p.kv_pages is not read): the
+  // float copy of the pages goes, as a shape's calls are all held at once.
+  f.buf.kv_pages = std::vector<float>();
+  p.kv_pages = nullptr;
   f.out.resize(size_t(p.num_tokens * p.num_q_heads * p.head_dim));
   f.st = fast::attention(p, *f.kv, f.out.data(), nullptr);
 }
@@ -203,62 +213,84 @@ BenchReport run_bench(const BenchOptions& o) {
   for (const Shape& shape : kShapes) {
     if (!wanted(o.shapes, shape.name)) continue;
     const SeqLens lens = upstream_seq_lens(shape.upstream);
+    // This shape's cases in row order (KV dtype, then q dtype).
+    struct Entry {
+      DType q = DType::kFloat32, kv = DType::kFloat32;
+      Work w;
+      Case c;
+      FastCall fast;
+      bool fast_ok = false;
+      std::vector<double> times;
+      std::string why;
+      std::vector<BenchRow> slow_rows;
+    };
+    std::vector<std::unique_ptr<Entry>> entries;
     for (DType kv : kKvDtypes) {
       if (!wanted(o.kv_dtypes, dtype_name(kv))) continue;
-      const Work w = work_of(lens, kv);
-      Case base = upstream_case(std::string("bench-") + shape.name, lens, kQHeads, kKvHeads, kHeadDim, kPageSize,
-                                kQDtypes[0], kv);
+      const Case base = upstream_case(std::string("bench-") + shape.name, lens, kQHeads, kKvHeads, kHeadDim,
+                                      kPageSize, kQDtypes[0], kv);
       for (DType q : kQDtypes) {
         if (!wanted(o.q_dtypes, dtype_name(q))) continue;
-        Case c = base;
+        auto e = std::make_unique<Entry>();
+        e->q = q;
+        e->kv = kv;
+        e->w = work_of(lens, kv);
+        e->c = base;
         if (q != kQDtypes[0]) {  // the same case with q drawn in another dtype (upstream_case's q seed)
-          c.call.q.dtype = q;
-          c.q_content.values = seeded_values(q, UpstreamOptions{}.seed, num_elements(c.call.q.shape));
+          e->c.call.q.dtype = q;
+          e->c.q_content.values = seeded_values(q, UpstreamOptions{}.seed, num_elements(e->c.call.q.shape));
         }
-        // Where slow rows are timed on this case, the fast kernel's calls
-        // are split into two halves, one before them and one after: a burst
-        // of load from elsewhere (a fraction of a second, as long as all 15
-        // fast calls take) then moves at most one half of the fast samples,
-        // and the median barely, instead of the whole row; and the two sides
-        // of the speed-up ratio are timed over the same few seconds.
-        const bool slow_here = !(o.quick && std::strcmp(shape.name, "mixed") != 0) &&
-                               (wanted(o.impls, "reference") || wanted(o.impls, "tiled"));
-        const bool fast_wanted = wanted(o.impls, "fast");
-        const int fast_first = slow_here ? (fast_repeats + 1) / 2 : fast_repeats;
-        std::vector<double> fast_times;
-        std::string fast_why;
-        FastCall fast_call;
-        if (fast_wanted) prepare_fast(c, threads, kv_cache[kv], fast_call);
-        bool fast_ok = fast_wanted && time_fast(fast_call, fast_first, fast_times, fast_why);
-        const size_t fast_row_at = rep.rows.size();  // the fast row goes before this case's slow rows
-
-        std::vector<BenchRow> slow_rows;
-        for (const auto& [impl, name] : {std::pair{"reference", "oracle"}, std::pair{"tiled", "tiled"}}) {
-          if (!slow_here || !wanted(o.impls, impl)) continue;
-          std::vector<double> t;
-          std::string why;
-          if (time_impl(name, c, impl_opt, slow_repeats, t, why)) {
-            slow_rows.push_back(make_row(impl, shape.name, q, kv, t, w, rep.ceilings));
-          } else {
-            rep.notes.push_back(std::string(impl) + " " + shape.name + " " + std::string(dtype_name(q)) + "/" +
-                                std::string(dtype_name(kv)) + " skipped: " + why);
-          }
-        }
-        if (fast_ok && fast_first < fast_repeats)
-          fast_ok = time_fast(fast_call, fast_repeats - fast_first, fast_times, fast_why);
-        if (fast_ok) {
-          rep.rows.insert(rep.rows.begin() + std::ptrdiff_t(fast_row_at),
-                          make_row("fast", shape.name, q, kv, fast_times, w, rep.ceilings));
-        } else if (fast_wanted) {
-          rep.notes.push_back(std::string("fast ") + shape.name + " failed: " + fast_why);
-        }
-        rep.rows.insert(rep.rows.end(), slow_rows.begin(), slow_rows.end());
-        if (o.progress && rep.rows.size() > fast_row_at)
-          o.progress(bench_table({rep.ceilings, std::vector<BenchRow>(rep.rows.begin() + std::ptrdiff_t(fast_row_at),
-                                                                      rep.rows.end()),
-                                  {}}));
+        entries.push_back(std::move(e));
       }
     }
+    const bool fast_wanted = wanted(o.impls, "fast");
+    if (fast_wanted)
+      for (auto& e : entries) {
+        prepare_fast(e->c, threads, kv_cache[e->kv], e->fast);
+        e->fast_ok = true;
+      }
+    // The fast calls of the shape's rows are timed in rounds, one call of
+    // every row a round, rather than row after row: a burst of load from
+    // elsewhere on a shared machine (seconds long) then lands on a few
+    // rounds - a few samples of every row, which their medians pass over -
+    // instead of on every sample of a few rows. Where slow rows are timed,
+    // half the rounds come before them and half after, so the two sides of
+    // the speed-up ratio are timed over the same stretch of time.
+    const auto rounds = [&](int n) {
+      for (int i = 0; i < n; ++i)
+        for (auto& e : entries)
+          if (e->fast_ok) e->fast_ok = time_fast(e->fast, 1, e->times, e->why);
+    };
+    const bool slow_here = !(o.quick && std::strcmp(shape.name, "mixed") != 0) &&
+                           (wanted(o.impls, "reference") || wanted(o.impls, "tiled"));
+    const int fast_first = slow_here ? (fast_repeats + 1) / 2 : fast_repeats;
+    rounds(fast_first);
+    for (auto& e : entries)
+      for (const auto& [impl, name] : {std::pair{"reference", "oracle"}, std::pair{"tiled", "tiled"}}) {
+        if (!slow_here || !wanted(o.impls, impl)) continue;
+        std::vector<double> t;
+        std::string why;
+        if (time_impl(name, e->c, impl_opt, slow_repeats, t, why)) {
+          e->slow_rows.push_back(make_row(impl, shape.name, e->q, e->kv, t, e->w, rep.ceilings));
+        } else {
+          rep.notes.push_back(std::string(impl) + " " + shape.name + " " + std::string(dtype_name(e->q)) + "/" +
+                              std::string(dtype_name(e->kv)) + " skipped: " + why);
+        }
+      }
+    rounds(fast_repeats - fast_first);
+    const size_t shape_rows_at = rep.rows.size();
+    for (auto& e : entries) {
+      if (e->fast_ok) {
+        rep.rows.push_back(make_row("fast", shape.name, e->q, e->kv, e->times, e->w, rep.ceilings));
+      } else if (fast_wanted) {
+        rep.notes.push_back(std::string("fast ") + shape.name + " " + std::string(dtype_name(e->q)) + "/" +
+                            std::string(dtype_name(e->kv)) + " failed: " + e->why);
+      }
+      rep.rows.insert(rep.rows.end(), e->slow_rows.begin(), e->slow_rows.end());
+    }
+    if (o.progress && rep.rows.size() > shape_rows_at)
+      o.progress(bench_table(
+          {rep.ceilings, std::vector<BenchRow>(rep.rows.begin() + std::ptrdiff_t(shape_rows_at), rep.rows.end()), {}}));
   }
   // The ceilings again after the rows: a shared virtual machine can lend
   // less than its cores for a while (one quick run read the FMA ceiling at

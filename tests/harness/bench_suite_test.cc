@@ -21,6 +21,9 @@ namespace {
 const std::vector<std::pair<int64_t, int64_t>> kMixed = {
     {5, 18},   {1, 129},  {120, 597}, {1, 122}, {1, 64},   {32, 322},  {251, 463}, {1, 181},
     {1, 1107}, {99, 123}, {1, 31},    {5, 18},  {3, 1229}, {117, 229}, {1, 87},    {1, 1328}};
+// kv_len of test_ragged_paged_attention_decode_only (lines 234-251; q_len 1).
+const std::vector<int64_t> kDecodeKvLens = {18, 129, 597, 122, 64, 322, 463, 181,
+                                            1107, 123, 31, 18, 1229, 229, 87, 1328};
 constexpr int64_t kQHeads = 32, kKvHeads = 8, kHeadDim = 128;
 
 // The issue's GFLOP: unmasked score entries (causal: query i of a sequence
@@ -77,6 +80,34 @@ TEST(BenchSuite, RowsCountTheIssuesWorkAndEveryFastCall) {
   EXPECT_GT(r.ceilings.fma_gflops, 0);
   EXPECT_GT(r.ceilings.stream_gbs, 0);
   EXPECT_GE(r.ceilings.threads, 1);
+}
+
+// A shape's rows are timed in interleaved rounds, so every one of its calls
+// is held at once: two q dtypes on each of two KV dtypes, every row kept
+// with all its calls, in the order KV dtype then q dtype, none failed.
+TEST(BenchSuite, EveryRowOfAShapeIsTimedInRowOrder) {
+  BenchOptions o;
+  o.quick = true;
+  o.repeats = 3;
+  o.shapes = {"decode"};
+  o.impls = {"fast"};
+  o.kv_dtypes = {"float32", "bfloat16"};
+  const BenchReport r = run_bench(o);
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"float32", "float32"}, {"bfloat16", "float32"}, {"float32", "bfloat16"}, {"bfloat16", "bfloat16"}};
+  ASSERT_EQ(r.rows.size(), want.size()) << bench_table(r);
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(r.rows[i].impl, "fast");
+    EXPECT_EQ(r.rows[i].shape, "decode");
+    EXPECT_EQ(r.rows[i].q_dtype, want[i].first) << i;
+    EXPECT_EQ(r.rows[i].kv_dtype, want[i].second) << i;
+    EXPECT_EQ(r.rows[i].repeats, 3);
+    double keys = 0;
+    for (int64_t kv : kDecodeKvLens) keys += double(kv);
+    EXPECT_NEAR(r.rows[i].gbs * 1e9 * r.rows[i].median_s / (keys * kKvHeads * 2 * kHeadDim),
+                want[i].second == "float32" ? 4.0 : 2.0, 1e-9);
+  }
+  for (const std::string& n : r.notes) EXPECT_EQ(n.find("failed"), std::string::npos) << n;
 }
 
 TEST(BenchSuite, JsonHasTheIssuesFields) {
