@@ -348,7 +348,8 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   {  // The first block has no block before it to stream it in (kFirstBurstTokens).
     L2LineStream first{.rows = tok,
                        .j = 0,
-                       .j_end = std::min<int64_t>(dot ? kBf16BlockKeys : kFirstBurstTokens, keys.range.hi + 1 - keys.range.lo),
+                       .j_end = std::min<int64_t>(dot ? kBf16BlockKeys : kFirstBurstTokens,
+                                                  keys.range.hi + 1 - keys.range.lo),
                        .bytes = token_bytes};
     first.Start();
     first.Rest();
@@ -388,6 +389,7 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
           else QKStepBf16<2, 8, false, false>(qh, D, kt, sdst, pf);
         }
       }
+      if (dot) pf.Rest();  // the FMA path streams the rest of its share in p.v
       // The next head step's K rows (the next block's first head after the
       // last), during this one's p.v; rows past the block read the zero row.
       const uint8_t* knext[kBf16BlockKeys];
@@ -416,7 +418,12 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   HWY_ALIGN float row[1024];
   float* ordered = D <= 1024 ? row : sc.kbuf.get();
   FinishGroup(c, s, g, h0, nh, partial, [&](int64_t h, int64_t r) {
-    if (dot) UnpermuteRow(o + h * rows_stride + r * D, D, ordered); else UnpermuteEvenOdd(o + h * rows_stride + r * D, D, ordered);
+    const float* acc = o + h * rows_stride + r * D;
+    if (dot) {
+      UnpermuteRow(acc, D, ordered);
+    } else {
+      UnpermuteEvenOdd(acc, D, ordered);
+    }
     return static_cast<const float*>(ordered);
   });
 }
