@@ -24,7 +24,7 @@ struct BenchOptions {
   bool quick = false;  // whole run under two minutes on a 2-core machine
   int repeats = 0;     // timed calls per fast row (0: 21, or 15 with quick); reference / tiled use 3
   int threads = 0;     // 0: every hardware thread
-  std::function<void(const std::string&)> progress;  // the rows of each finished case (optional)
+  std::function<void(const std::string&)> progress;  // the rows of each finished shape (optional)
   // Filters: only rows whose field is listed (empty: every value).
   std::vector<std::string> shapes, impls, q_dtypes, kv_dtypes;
 };
