@@ -31,17 +31,24 @@ int64_t slice_bound(int64_t x, int64_t n) {
 bool masked_negligible(const KernelCtx& c, double q1max, double kmax) {
   const double m = c.mask_value;
   if (std::isnan(m)) return false;
-  double s;
-  if (c.has_soft_cap) {
-    s = std::fabs(double(c.soft_cap));
-  } else {
-    if (c.has_k_scale) {
-      kmax *= std::fabs(double(c.k_scale)) * (1.0 + 4.0 * unit_roundoff(c.q_dtype) + 1e-6);
-      if (!(kmax <= max_finite(c.q_dtype))) return false;  // the cast to q's dtype could overflow
-    }
-    s = std::fabs(double(c.sm_scale)) * q1max * kmax * 1.01 + 1.0;
-  }
+  const double s = c.has_soft_cap ? std::fabs(double(c.soft_cap)) : raw_score_bound(c, q1max, kmax) + 1.0;
   return std::isfinite(s) && m + 2.0 * s < -150.0;
+}
+
+double raw_score_bound(const KernelCtx& c, double q1max, double kmax) {
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  if (c.has_k_scale) {
+    kmax *= std::fabs(double(c.k_scale)) * (1.0 + 4.0 * unit_roundoff(c.q_dtype) + 1e-6);
+    if (!(kmax <= max_finite(c.q_dtype))) return kNone;  // the cast to q's dtype could overflow
+  }
+  // 1.01 covers the float32 rounding of sm_scale's product; head_dim * 2^-23
+  // that of a dot product over head_dim terms (and of the L1 norm's sum).
+  const double s = std::fabs(double(c.sm_scale)) * q1max * kmax * (1.01 + double(c.head_dim) * 0x1p-23);
+  return s >= 0.0 ? s : kNone;  // NaN: no bound
+}
+
+bool scores_stay_below(const KernelCtx& c, const SeqPlan& s, double q1max, double limit) {
+  return s.k_finite && raw_score_bound(c, q1max, s.kmax) < limit;
 }
 
 // The q side of the skip proof over q rows (tokens [t0, t1) of `s`, q heads
@@ -217,6 +224,7 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
                            int64_t(s.q_span0) - c.sliding_window >= std::numeric_limits<int32_t>::min());
     s.skip_kv = allow_skip && finite && monotone;
     s.kmax = kmax;
+    s.k_finite = finite;
     // The q side: here for the few rows of a group sequence (its key chunks
     // are planned from the result); a tile proves its own rows while it has
     // them in cache (tile_skip_masked), so q is not read twice per call.

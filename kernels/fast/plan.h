@@ -21,6 +21,7 @@ struct SeqPlan {
   bool skip_masked = false;  // a block masked for every row of a tile may be skipped (proved exact for every row)
   bool skip_kv = false;      // the K side of that proof holds: tiles prove their own q rows (tile_skip_masked)
   double kmax = 0;           // max |K element| over the sequence's attended keys
+  bool k_finite = false;     // every K and V element of its keys finite (kmax then bounds every |K|)
   int64_t page_row = 0;      // row of the resolved page table
 };
 
@@ -113,6 +114,16 @@ RowRange tile_key_range(const KernelCtx& c, const SeqPlan& s, int64_t t0, int64_
 // Masked keys are negligible (weight below e^-150 of the row's largest)
 // for q rows whose L1 norms are at most q1max and keys at most kmax.
 bool masked_negligible(const KernelCtx& c, double q1max, double kmax);
+
+// A bound on |sm_scale * q.k| as the float32 tiles compute it (before any
+// soft cap), for q rows with ||q||_1 <= q1max and keys with every |K
+// element| <= kmax (Hoelder's inequality), padded for the float32 rounding
+// of the dot product and of the dequantisation; +inf where none holds.
+double raw_score_bound(const KernelCtx& c, double q1max, double kmax);
+
+// Whether every raw score of rows with ||q||_1 <= q1max against the keys
+// of `s` is provably below `limit` (false when some K element is not finite).
+bool scores_stay_below(const KernelCtx& c, const SeqPlan& s, double q1max, double limit);
 
 // Whether a tile (rows [row0, row1) of KV head g) may skip blocks masked
 // for all its rows: the sequence's proof, or its K side plus the tile's

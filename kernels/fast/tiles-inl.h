@@ -61,19 +61,30 @@ inline ConvertFn ConverterFor(DType kv) {
   }
 }
 
+// K of head h0 of keys [k, k + n) of `s` (heads follow as K, V, K, V, ...,
+// the token's row of every head contiguous in its page), walking the page
+// table without a division per key.
+inline void TokenRows(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t k, int64_t n, const uint8_t** out) {
+  const int64_t ps = c.page_size, row_bytes = c.head_dim * c.kv_elem_bytes;
+  const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
+  int64_t page = k / ps, off = k % ps;
+  for (int64_t j = 0; j < n; ++j) {
+    out[j] = c.kv + ((int64_t(pages[page]) * ps + off) * c.num_combined_kv_heads + 2 * h0) * row_bytes;
+    if (++off == ps) off = 0, ++page;
+  }
+}
+
 // Row pointers for keys [b0, b0 + nb) of one KV head. `native`: the rows
 // where they lie in the cache, read (and dequantised) by the tiles' loads;
 // otherwise converted to float32 rows in the scratch. K pointers past nb (up
 // to a multiple of `pad`) point to a zero row (zero in every dtype).
 inline void GatherBlock(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t b0, int64_t nb, size_t pad,
                         Scratch& sc, ConvertFn convert, bool native) {
-  const int64_t D = c.head_dim, ps = c.page_size;
+  const int64_t D = c.head_dim;
   const int64_t row_bytes = D * c.kv_elem_bytes;
-  const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
+  TokenRows(c, s, g, b0, nb, sc.krow.data());
   for (int64_t j = 0; j < nb; ++j) {
-    const int64_t key = b0 + j;
-    const int64_t slot = int64_t(pages[key / ps]) * ps + key % ps;
-    const uint8_t* k = c.kv + (slot * c.num_combined_kv_heads + 2 * g) * row_bytes;
+    const uint8_t* k = sc.krow[j];
     const uint8_t* v = k + row_bytes;
     if (native) {
       sc.krow[j] = k;
@@ -120,17 +131,13 @@ HWY_INLINE VF LoadRow(DF df, const uint8_t* HWY_RESTRICT row, size_t elem, const
 // Asks for the K and V rows of keys [b0, b0 + nb) ahead of their use: a
 // head's rows sit one page-row (num_combined_kv_heads * head_dim elements,
 // 4 KiB and more) apart, a stride the hardware prefetchers do not follow
-// across pages.
+// across pages. nb <= kBlockKeys.
 inline void PrefetchBlock(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t b0, int64_t nb) {
-  const int64_t ps = c.page_size;
   const int64_t row_bytes = c.head_dim * c.kv_elem_bytes;
-  const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
-  for (int64_t j = 0; j < nb; ++j) {
-    const int64_t key = b0 + j;
-    const int64_t slot = int64_t(pages[key / ps]) * ps + key % ps;
-    const uint8_t* k = c.kv + (slot * c.num_combined_kv_heads + 2 * g) * row_bytes;
-    for (int64_t off = 0; off < 2 * row_bytes; off += 64) __builtin_prefetch(k + off, 0, 3);
-  }
+  const uint8_t* rows[kBlockKeys];
+  TokenRows(c, s, g, b0, nb, rows);
+  for (int64_t j = 0; j < nb; ++j)
+    for (int64_t off = 0; off < 2 * row_bytes; off += 64) __builtin_prefetch(rows[j] + off, 0, 3);
 }
 
 // o[r][:] = o[r][:] * alpha[r] + sum_j p[j * pstride + r] * vrow[j][:] for
@@ -277,6 +284,26 @@ inline void ExactGroupScoresIfLarge(const KernelCtx& c, const SeqPlan& s, int64_
     for (int64_t r = gi * 4; r < std::min<int64_t>(R, gi * 4 + 4); ++r)
       sa[j * 4 + r % 4] = ExactDot(QRow(c, s, g, r), k, c.head_dim);
   }
+}
+
+// max over rows [row0, row0 + R) of KV head g of ||q_row||_1, summed in
+// float32 (raw_score_bound's padding covers that rounding); +inf if some
+// element is NaN or infinite.
+inline double TileQ1Max(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_t R) {
+  const DF df;
+  const int64_t N = int64_t(hn::Lanes(df)), D = c.head_dim;
+  double best = 0.0;
+  for (int64_t r = 0; r < R; ++r) {
+    const float* q = QRow(c, s, g, row0 + r);
+    VF acc = hn::Zero(df);
+    int64_t d = 0;
+    for (; d + N <= D; d += N) acc = hn::Add(acc, hn::Abs(hn::LoadU(df, q + d)));
+    float sum = hn::GetLane(hn::SumOfLanes(df, acc));
+    for (; d < D; ++d) sum += std::fabs(q[d]);
+    if (!(sum <= std::numeric_limits<float>::max())) return std::numeric_limits<double>::infinity();
+    best = std::max(best, double(sum));
+  }
+  return best;
 }
 
 // A tile's scores st[key][RP] (sm_scale applied) of rows row0 .. row0 + R of
@@ -464,6 +491,10 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
     }
   }
   const TileKeys keys = KeysOfTile(c, s, row0, row1, lo, hi, tile_skip_masked(c, s, g, row0, row1));
+  // Blocks are scanned for large scores only where the rows' L1 norms and
+  // the sequence's largest |K| do not already rule them out (one pass over
+  // the tile's q rows instead of one over every block's scores).
+  const bool may_be_large = !scores_stay_below(c, s, TileQ1Max(c, s, g, row0, R), kExactScoresAbove);
 
   VF m[kRV], l[kRV];
   hn::Vec<DI> lo_i[kRV], hi_i[kRV];
@@ -490,7 +521,7 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
       PrefetchBlock(c, s, g, b0 + kBlockKeys, std::min<int64_t>(kBlockKeys, keys.range.hi + 1 - b0 - kBlockKeys));
     GatherBlock(c, s, g, b0, nb, kKC, sc, convert, sc.in_place);
     for (int64_t j0 = 0; j0 < nbp; j0 += kKC) QKBlockB<kRV>(qt, RP, sc.krow.data() + j0, D, c.sm_scale, st + j0 * RP);
-    ExactTileScoresIfLarge(c, s, g, row0, R, nb, nbp, RP, sc.krow.data(), /*native=*/false, st, sc);
+    if (may_be_large) ExactTileScoresIfLarge(c, s, g, row0, R, nb, nbp, RP, sc.krow.data(), /*native=*/false, st, sc);
 
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
     BlockSoftmaxB<kRV>(c, st, RP, b0, nb, nbp, need_mask, lo_i, hi_i, m, l, sc.alpha.get());
@@ -547,19 +578,6 @@ HWY_INLINE VF ReduceGroups(DF df, VF v, const int32_t* perms, Op op) {
   for (size_t step = 4, k = 0; step < N; step *= 2, ++k)
     v = op(v, hn::TableLookupLanes(v, hn::IndicesFromVec(df, hn::LoadU(di, perms + k * N))));
   return v;
-}
-
-// K of head h0 of keys [k, k + n) of `s` (heads follow as K, V, K, V, ...,
-// the token's row of every head contiguous in its page), walking the page
-// table without a division per key.
-inline void TokenRows(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t k, int64_t n, const uint8_t** out) {
-  const int64_t ps = c.page_size, row_bytes = c.head_dim * c.kv_elem_bytes;
-  const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
-  int64_t page = k / ps, off = k % ps;
-  for (int64_t j = 0; j < n; ++j) {
-    out[j] = c.kv + ((int64_t(pages[page]) * ps + off) * c.num_combined_kv_heads + 2 * h0) * row_bytes;
-    if (++off == ps) off = 0, ++page;
-  }
 }
 
 // The state of a group item (TileGroup, GroupBf16): the keys it visits and,
