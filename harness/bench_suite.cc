@@ -70,6 +70,11 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// "shape q/kv", how notes name a row.
+std::string row_label(const char* shape, DType q, DType kv) {
+  return std::string(shape) + " " + std::string(dtype_name(q)) + "/" + std::string(dtype_name(kv));
+}
+
 // A row's share of each ceiling.
 void set_fractions(BenchRow& r, const Ceilings& c) {
   r.fma_fraction = c.fma_gflops > 0 ? r.gflops / c.fma_gflops : 0;
@@ -227,6 +232,7 @@ BenchReport run_bench(const BenchOptions& o) {
     std::vector<std::unique_ptr<Entry>> entries;
     for (DType kv : kKvDtypes) {
       if (!wanted(o.kv_dtypes, dtype_name(kv))) continue;
+      const Work w = work_of(lens, kv);
       const Case base = upstream_case(std::string("bench-") + shape.name, lens, kQHeads, kKvHeads, kHeadDim,
                                       kPageSize, kQDtypes[0], kv);
       for (DType q : kQDtypes) {
@@ -234,7 +240,7 @@ BenchReport run_bench(const BenchOptions& o) {
         auto e = std::make_unique<Entry>();
         e->q = q;
         e->kv = kv;
-        e->w = work_of(lens, kv);
+        e->w = w;
         e->c = base;
         if (q != kQDtypes[0]) {  // the same case with q drawn in another dtype (upstream_case's q seed)
           e->c.call.q.dtype = q;
@@ -273,8 +279,7 @@ BenchReport run_bench(const BenchOptions& o) {
         if (time_impl(name, e->c, impl_opt, slow_repeats, t, why)) {
           e->slow_rows.push_back(make_row(impl, shape.name, e->q, e->kv, t, e->w, rep.ceilings));
         } else {
-          rep.notes.push_back(std::string(impl) + " " + shape.name + " " + std::string(dtype_name(e->q)) + "/" +
-                              std::string(dtype_name(e->kv)) + " skipped: " + why);
+          rep.notes.push_back(std::string(impl) + " " + row_label(shape.name, e->q, e->kv) + " skipped: " + why);
         }
       }
     rounds(fast_repeats - fast_first);
@@ -283,8 +288,7 @@ BenchReport run_bench(const BenchOptions& o) {
       if (e->fast_ok) {
         rep.rows.push_back(make_row("fast", shape.name, e->q, e->kv, e->times, e->w, rep.ceilings));
       } else if (fast_wanted) {
-        rep.notes.push_back(std::string("fast ") + shape.name + " " + std::string(dtype_name(e->q)) + "/" +
-                            std::string(dtype_name(e->kv)) + " failed: " + e->why);
+        rep.notes.push_back("fast " + row_label(shape.name, e->q, e->kv) + " failed: " + e->why);
       }
       rep.rows.insert(rep.rows.end(), e->slow_rows.begin(), e->slow_rows.end());
     }
