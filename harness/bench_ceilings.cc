@@ -70,6 +70,28 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 volatile uint64_t g_flush_sink;  // keeps flush_caches' reads
+
+// One buffer of stream_buffer_bytes() for the whole process: the stream
+// ceiling reads all of it, flush_caches its first flush_buffer_bytes().
+// Allocated and touched once - on a guest that reports a 508 MiB L3 it is
+// 2 GiB, and faulting in fresh pages for each of the two ceiling readings
+// plus a separate flush buffer took about 10 s of a quick run. On huge pages
+// where the OS allows, as the fast kernel's KV cache (encode_kv): the same
+// TLB reach for both sides of stream_fraction.
+const float* big_buffer() {
+  static const std::unique_ptr<float, void (*)(void*) noexcept> buf = [] {
+    const int64_t floats = stream_buffer_bytes() / int64_t(sizeof(float));
+    std::unique_ptr<float, void (*)(void*) noexcept> b(
+        static_cast<float*>(fast::huge_page_alloc(size_t(floats) * sizeof(float))), fast::huge_page_free);
+    const int n = fast::ThreadPool::hardware_threads();
+    const int64_t per = (floats + n - 1) / n;
+    fast::ThreadPool::global().run(n, [&](int w) {  // first touch by the thread that reads it
+      std::fill(b.get() + std::min(floats, w * per), b.get() + std::min(floats, (w + 1) * per), 1.0f);
+    });
+    return b;
+  }();
+  return buf.get();
+}
 }  // namespace
 
 long long last_level_cache_bytes() {
@@ -115,18 +137,11 @@ Ceilings measure_ceilings(int threads, bool quick) {
     c.fma_gflops = std::max(c.fma_gflops, flops.load() / seconds_since(t0) * 1e-9);
   }
 
-  // On huge pages where the OS allows, as the fast kernel's KV cache
-  // (encode_kv): the same TLB reach for both sides of stream_fraction.
-  const int64_t stream_floats = stream_buffer_bytes() / int64_t(sizeof(float));
-  const std::unique_ptr<float, void (*)(void*) noexcept> buf(
-      static_cast<float*>(fast::huge_page_alloc(size_t(stream_floats) * sizeof(float))), fast::huge_page_free);
-  const int64_t per = stream_floats / n / 64 * 64;
-  pool.run(n, [&](int w) {  // first touch by the thread that reads it
-    std::fill(buf.get() + w * per, buf.get() + (w + 1) * per, 1.0f);
-  });
+  const float* buf = big_buffer();
+  const int64_t per = stream_buffer_bytes() / int64_t(sizeof(float)) / n / 64 * 64;
   for (int rep = 0; rep < (quick ? 3 : 6); ++rep) {
     const auto t0 = Clock::now();
-    pool.run(n, [&](int w) { sink[size_t(w) * 16 + 1] = HWY_DYNAMIC_DISPATCH(ReadSum)(buf.get() + w * per, per); });
+    pool.run(n, [&](int w) { sink[size_t(w) * 16 + 1] = HWY_DYNAMIC_DISPATCH(ReadSum)(buf + w * per, per); });
     c.stream_gbs = std::max(c.stream_gbs, double(per) * n * sizeof(float) / seconds_since(t0) * 1e-9);
   }
   return c;
@@ -139,10 +154,10 @@ void flush_caches() {
   // pool's threads are still polling when the timed call starts - as in a
   // serving loop, where calls follow each other; a sleeping worker's wake-up
   // (0.1-0.3 ms here) is not the kernel's time.
-  static const std::vector<uint8_t> junk(size_t(flush_buffer_bytes()), 1);
+  const auto* junk = reinterpret_cast<const uint8_t*>(big_buffer());
   auto& pool = fast::ThreadPool::global();
   const int n = fast::ThreadPool::hardware_threads();
-  const size_t per = junk.size() / size_t(n) / 64 * 64;
+  const size_t per = size_t(flush_buffer_bytes()) / size_t(n) / 64 * 64;
   std::vector<uint64_t> sums(size_t(n) * 8, 0);  // a cache line apart
   pool.run(n, [&](int w) {
     uint64_t sum = 0;
