@@ -45,7 +45,7 @@ int64_t block_option(const Case& c, const PyValue& v, const char* field) {
 
 }  // namespace
 
-void make_problem(const Case& c, ProblemBuffers& out) {
+void make_problem(const Case& c, ProblemBuffers& out, bool with_kv_pages) {
   const CallArgs& a = c.call;
   if (a.q.shape.size() != 3) bad(c, "q.shape", "expected [T, Hq, D]");
   if (a.kv_pages.shape.size() != 4) bad(c, "kv_pages.shape", "expected [P, page_size, Hc, D]");
@@ -71,9 +71,9 @@ void make_problem(const Case& c, ProblemBuffers& out) {
   if (int64_t(out.kv_lens.size()) != p.max_num_seqs || int64_t(out.cu_q_lens.size()) != p.max_num_seqs + 1)
     bad(c, "kv_lens", "shapes of kv_lens / cu_q_lens disagree with page_indices");
   out.q = materialise_q(c);
-  out.kv_pages = materialise_kv(c);
+  if (with_kv_pages) out.kv_pages = materialise_kv(c);
   p.q = out.q.data();
-  p.kv_pages = out.kv_pages.data();
+  p.kv_pages = with_kv_pages ? out.kv_pages.data() : nullptr;
   p.kv_lens = out.kv_lens.data();
   p.page_indices = out.page_indices.data();
   p.cu_q_lens = out.cu_q_lens.data();

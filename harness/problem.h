@@ -24,7 +24,11 @@ struct ProblemBuffers {
 // arrays; mask_value None -> DEFAULT_MASK_VALUE, kernel.py:32). Requires a
 // case whose shapes passed static validation (ranks 3 / 4 / 1 / 2 / 1 / 1)
 // and int32 index tensors with data; throws CaseError otherwise.
-void make_problem(const Case& c, ProblemBuffers& out);
+// `with_kv_pages` false leaves kv_pages empty and problem.kv_pages null, for
+// a kernel that reads its own encoding of the pages (the bench's fast
+// calls, once the pages are encoded): materialising them is a copy of up to
+// hundreds of MB per call set-up.
+void make_problem(const Case& c, ProblemBuffers& out, bool with_kv_pages = true);
 
 // Rows of the reference's output: cu_q_lens[num_seqs], clamped as JAX's
 // indexing does.

@@ -44,7 +44,10 @@ Case upstream_case(const std::string& id, const SeqLens& seq_lens, int64_t num_q
   a.kv_pages.shape = {o.num_pages, page_size, hc, head_dim};
   a.kv_pages.dtype = kv_dtype;
 
-  std::vector<float> kv(static_cast<size_t>(o.num_pages * page_elems), padding_value(kv_dtype));
+  const size_t kv_elems = static_cast<size_t>(o.num_pages * page_elems);
+  if (o.kv_values != nullptr && o.kv_values->size() != kv_elems)
+    throw std::invalid_argument("upstream_case: kv_values do not have the pages' geometry");
+  std::vector<float> kv = o.kv_values != nullptr ? *o.kv_values : std::vector<float>(kv_elems, padding_value(kv_dtype));
   std::vector<int64_t> page_indices;
   int64_t page_cnt = 0;
   for (int64_t kv_len : kv_lens) {
@@ -53,8 +56,9 @@ Case upstream_case(const std::string& id, const SeqLens& seq_lens, int64_t num_q
     // The sequence's kv_len rows fill its pages from the start; the rest of
     // its last page stays padding (jnp.pad with NaN, test lines 97-101).
     const int64_t begin = page_cnt * page_elems, end = begin + kv_len * hc * head_dim;
-    for (int64_t i = begin; i < end; ++i)
-      kv[static_cast<size_t>(i)] = seeded_value(kv_dtype, o.seed + 1, static_cast<uint64_t>(i));
+    if (o.kv_values == nullptr)
+      for (int64_t i = begin; i < end; ++i)
+        kv[static_cast<size_t>(i)] = seeded_value(kv_dtype, o.seed + 1, static_cast<uint64_t>(i));
     for (int64_t j = 0; j < pages_per_seq; ++j)
       page_indices.push_back(j < pages ? page_cnt + j : std::numeric_limits<int32_t>::min());
     page_cnt += pages;
