@@ -221,7 +221,10 @@ BenchReport run_bench(const BenchOptions& o) {
     const SeqLens lens = upstream_seq_lens(shape.upstream);
     std::vector<int64_t> kv_lens;
     for (const auto& [q_len, kv_len] : lens) kv_lens.push_back(kv_len);
-    if (kv_lens != pages_kv_lens) kv_pages.clear(), pages_kv_lens = kv_lens;
+    if (kv_lens != pages_kv_lens) {
+      kv_pages.clear();
+      pages_kv_lens = kv_lens;
+    }
     // This shape's cases in row order (KV dtype, then q dtype).
     struct Entry {
       DType q = DType::kFloat32, kv = DType::kFloat32;

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstdint>
 #include <stdexcept>
+#include <vector>
 
 #include "harness/data_seed.h"
 
@@ -36,6 +37,13 @@ TEST(UpstreamCases, PagesDrawnForOneShapeAreThoseOfAnotherWithTheSameKvLens) {
     EXPECT_TRUE(same_bits(handed.q_content.values, drawn.q_content.values));
     EXPECT_EQ(handed.call.cu_q_lens.data, drawn.call.cu_q_lens.data);
     EXPECT_EQ(handed.call.page_indices.data, drawn.call.page_indices.data);
+    // The pages are the ones handed over, not drawn again.
+    std::vector<float> marked = first.kv_content.values;
+    marked[5] = 0.25f;  // a value the generator can give, so only its place tells
+    reuse.kv_values = &marked;
+    const Case from_marked = upstream_case("m", mixed, 4, 2, 16, 4, DType::kFloat32, kv, reuse);
+    EXPECT_EQ(from_marked.kv_content.values[5], 0.25f);
+    EXPECT_NE(drawn.kv_content.values[5], 0.25f);
     // And the drawn pages are the documented generator's values where a
     // sequence's keys lie (the first page holds the first sequence's keys).
     EXPECT_EQ(std::bit_cast<uint32_t>(drawn.kv_content.values[0]),
