@@ -212,6 +212,9 @@ BenchReport run_bench(const BenchOptions& o) {
   ImplOptions impl_opt;
   impl_opt.threads = threads;
 
+  std::vector<DType> qs;  // the q dtypes asked for, in row order
+  for (DType q : kQDtypes)
+    if (wanted(o.q_dtypes, dtype_name(q))) qs.push_back(q);
   // KV contents depend only on the KV dtype and kv_lens, which every
   // upstream shape shares: drawn and encoded once per KV dtype.
   std::map<DType, KvPages> kv_pages;
@@ -246,9 +249,6 @@ BenchReport run_bench(const BenchOptions& o) {
       Case base = upstream_case(std::string("bench-") + shape.name, lens, kQHeads, kKvHeads, kHeadDim, kPageSize,
                                 kQDtypes[0], kv, drawn);
       if (pages.values.empty()) pages.values = base.kv_content.values;
-      std::vector<DType> qs;
-      for (DType q : kQDtypes)
-        if (wanted(o.q_dtypes, dtype_name(q))) qs.push_back(q);
       for (size_t i = 0; i < qs.size(); ++i) {
         const DType q = qs[i];
         auto e = std::make_unique<Entry>();
