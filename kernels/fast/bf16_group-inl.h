@@ -45,11 +45,22 @@ namespace rpa::fast::HWY_NAMESPACE {
 #define RPA_FAST_BF16G_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16")))
 
 // Keys per block of the item: one softmax step, one rescale of the
-// accumulators and one set of row pointers per block and head. 64 keys
-// measured faster than 32 and 16 warm, and no slower cold (figures in
-// docs/fast_kernel.md); on the Xeon's FMA path 32 and 16 measured the same
-// as 64 cold.
+// accumulators and one set of row pointers per block and head; the L2
+// stream runs one block ahead. On the FMA path (the Xeon) 64 keys measured
+// faster than 32 and 16 warm, and no slower cold (figures in
+// docs/fast_kernel.md). The most keys a block holds (the scratch layout).
 inline constexpr int64_t kBf16BlockKeys = 64;
+// On the VDPBF16PS path (AMD Zen 5) blocks of 16 keys: slower warm (L2-
+// resident pages: 0.55 against 0.51 ms, q float32) but faster cold, which
+// is what a decode step is: the next block, streamed into L2 in address
+// order during this one, is then 64 KiB rather than 256 KiB, and an item's
+// first block, asked for at once with nothing to overlap it, a quarter of
+// the size. The bench's decode, 2 threads, cold, medians of 40 alternated
+// calls (q float32 / bfloat16): 0.78-0.85 against 0.90-1.04 ms on packed
+// slots; on padded slots (native_kv.h) 16 keys 0.64-0.74, 32 keys
+// 0.64-0.76, 64 keys 0.67-0.79, 8 keys 0.70-0.81.
+inline constexpr int64_t kBf16DotBlockKeys = 16;
+static_assert(kBf16DotBlockKeys <= kBf16BlockKeys && kBf16DotBlockKeys % 8 == 0, "a block's pairs fill whole vectors");
 // sa [heads][groups of 4][keys][4] and pw [key pairs][4] live in the
 // scratch's st and lsum buffers.
 static_assert(kBf16BlockKeys <= kBlockKeys && kBf16BlockKeys % 8 == 0, "st holds kBlockKeys keys per row");
@@ -340,15 +351,16 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   // vs 0.91 ms with q float32, 0.70 vs 0.97 ms with q bfloat16. Two blocks
   // ahead, or the L1 streams dropped, measured slower.
   const int64_t token_bytes = 2 * nh * row_bytes;  // a multiple of 256 bytes (head_dim % 64 == 0)
+  const int64_t BK = dot ? kBf16DotBlockKeys : kBf16BlockKeys;  // keys per block
   const uint8_t* tok_bufs[2][kBf16BlockKeys];
   const uint8_t** tok = tok_bufs[0];       // the block's tokens
   const uint8_t** tok_next = tok_bufs[1];  // the next block's
-  TokenRows(c, s, h0, keys.range.lo, std::min<int64_t>(kBf16BlockKeys, keys.range.hi + 1 - keys.range.lo), tok);
+  TokenRows(c, s, h0, keys.range.lo, std::min<int64_t>(BK, keys.range.hi + 1 - keys.range.lo), tok);
   const uint8_t* vr[kBf16BlockKeys + 2];
   {  // The first block has no block before it to stream it in (kFirstBurstTokens).
     L2LineStream first{.rows = tok,
                        .j = 0,
-                       .j_end = std::min<int64_t>(dot ? kBf16BlockKeys : kFirstBurstTokens,
+                       .j_end = std::min<int64_t>(dot ? BK : kFirstBurstTokens,
                                                   keys.range.hi + 1 - keys.range.lo),
                        .bytes = token_bytes};
     first.Start();
@@ -359,11 +371,11 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   // read while DRAM has them open), head by head within a block. (Head
   // h + 1's q.k placed between head h's softmax and p.v, for the core to
   // overlap them, measured no faster.)
-  for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += kBf16BlockKeys) {
-    const int64_t nb = std::min<int64_t>(kBf16BlockKeys, keys.range.hi + 1 - b0);
+  for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += BK) {
+    const int64_t nb = std::min<int64_t>(BK, keys.range.hi + 1 - b0);
     const int64_t nb4 = (nb + 3) / 4 * 4, nb8 = (nb + 7) / 8 * 8;
-    const int64_t nb_next = std::min<int64_t>(kBf16BlockKeys, keys.range.hi + 1 - (b0 + kBf16BlockKeys));
-    if (nb_next > 0) TokenRows(c, s, h0, b0 + kBf16BlockKeys, nb_next, tok_next);
+    const int64_t nb_next = std::min<int64_t>(BK, keys.range.hi + 1 - (b0 + BK));
+    if (nb_next > 0) TokenRows(c, s, h0, b0 + BK, nb_next, tok_next);
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
     for (int64_t h = 0; h < nh; ++h) {
       const int64_t hoff = 2 * h * row_bytes;

@@ -39,7 +39,12 @@ int native_elem_bytes(DType d) {
   }
 }
 
-NativeKv encode_kv(const rpa_problem& p) {
+int64_t native_slot_bytes(int64_t elems, int elem_bytes, bool pad) {
+  const int64_t bytes = elems * elem_bytes;
+  return pad && bytes > 0 && bytes % 2048 == 0 ? bytes + 64 : bytes;
+}
+
+NativeKv encode_kv(const rpa_problem& p, bool pad_slots) {
   NativeKv kv;
   kv.dtype = dtype_of(p.kv_dtype);
   kv.total_num_pages = p.total_num_pages;
@@ -49,13 +54,13 @@ NativeKv encode_kv(const rpa_problem& p) {
   kv.elem_bytes = native_elem_bytes(kv.dtype);
   const int64_t slots = p.total_num_pages * p.page_size;
   const int64_t per_slot = kv.slot_elems();
-  const int64_t n = slots * per_slot;
-  kv.bytes.resize(static_cast<size_t>(n * kv.elem_bytes));
+  kv.slot_bytes = native_slot_bytes(per_slot, kv.elem_bytes, pad_slots);
+  kv.bytes.resize(static_cast<size_t>(slots * kv.slot_bytes));  // padding zeroed
   kv.nonfinite.assign(static_cast<size_t>(slots), 0);
   kv.k_absmax.assign(static_cast<size_t>(slots), 0.0f);
-  uint8_t* dst = kv.bytes.data();
   for (int64_t s = 0; s < slots; ++s) {
     const float* src = p.kv_pages + s * per_slot;
+    uint8_t* dst = kv.bytes.data() + s * kv.slot_bytes;
     float kmax = 0.0f;
     bool bad = false;
     for (int64_t e = 0; e < per_slot; ++e) {
@@ -65,7 +70,7 @@ NativeKv encode_kv(const rpa_problem& p) {
       } else if ((e / p.head_dim) % 2 == 0) {  // K lives at even combined heads
         kmax = std::fmax(kmax, std::fabs(x));
       }
-      const int64_t i = s * per_slot + e;
+      const int64_t i = e;
       switch (kv.elem_bytes) {
         case 4: std::memcpy(dst + 4 * i, &x, 4); break;
         case 2: {

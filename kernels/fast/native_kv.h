@@ -48,6 +48,9 @@ struct NativeKv {
   //   k_absmax[slot]: max |K element| over the slot's K heads (finite ones).
   std::vector<uint8_t> nonfinite;
   std::vector<float> k_absmax;
+  // Bytes from one (page, token) slot to the next: its elements, padded by
+  // one cache line where they fill a multiple of 2 KiB (native_slot_bytes).
+  int64_t slot_bytes = 0;
 
   int64_t slot_elems() const { return num_combined_kv_heads * head_dim; }
 };
@@ -55,8 +58,17 @@ struct NativeKv {
 // Sizes of an element of the KV dtype in NativeKv::bytes.
 int native_elem_bytes(DType d);
 
+// The slot stride for slots of `elems` elements of `elem_bytes` each,
+// `pad`: one 64-byte line more where the slot fills a multiple of 2 KiB.
+// A KV head's rows lie a slot apart, so with a stride of 4 KiB (the bench's
+// bfloat16 shape) every key's row of a head maps to the same L1 sets, and a
+// block of 16 keys wants 16 lines of a 12-way set.
+int64_t native_slot_bytes(int64_t elems, int elem_bytes, bool pad);
+
 // Encodes the ABI's float32 KV values (each exactly a value of p.kv_dtype)
-// with the dtype model's encode() and computes the statistics.
-NativeKv encode_kv(const rpa_problem& p);
+// with the dtype model's encode() and computes the statistics. `pad_slots`:
+// slots padded as native_slot_bytes says (false: packed, for tests that
+// both layouts give the same results).
+NativeKv encode_kv(const rpa_problem& p, bool pad_slots = true);
 
 }  // namespace rpa::fast

@@ -135,6 +135,7 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
   c.q = p.q;
   c.kv = kv.bytes.data();
   c.kv_elem_bytes = kv.elem_bytes;
+  c.kv_slot_bytes = kv.slot_bytes;
   c.sm_scale = p.sm_scale;
   c.has_soft_cap = p.has_soft_cap != 0;
   c.soft_cap = p.soft_cap;

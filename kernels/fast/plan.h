@@ -43,6 +43,7 @@ struct KernelCtx {
   const float* q = nullptr;         // [num_tokens, num_q_heads, head_dim] values of q_dtype
   const uint8_t* kv = nullptr;      // NativeKv::bytes
   int kv_elem_bytes = 4;
+  int64_t kv_slot_bytes = 0;        // NativeKv::slot_bytes
   const int32_t* pages = nullptr;   // resolved page table [rows, pages_per_seq], in range
   float sm_scale = 1.0f;
   bool has_soft_cap = false;

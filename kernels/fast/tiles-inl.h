@@ -69,7 +69,7 @@ inline void TokenRows(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t 
   const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
   int64_t page = k / ps, off = k % ps;
   for (int64_t j = 0; j < n; ++j) {
-    out[j] = c.kv + ((int64_t(pages[page]) * ps + off) * c.num_combined_kv_heads + 2 * h0) * row_bytes;
+    out[j] = c.kv + (int64_t(pages[page]) * ps + off) * c.kv_slot_bytes + 2 * h0 * row_bytes;
     if (++off == ps) off = 0, ++page;
   }
 }

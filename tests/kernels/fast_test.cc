@@ -685,6 +685,45 @@ TEST(FastEdges, Bfloat16KvDecodeBatchesOfEveryHeadShape) {
     }
 }
 
+// The native cache pads a slot by one cache line where it fills a multiple
+// of 2 KiB (so a head's rows, a slot apart, do not all map to the same L1
+// sets); elsewhere slots are packed.
+TEST(FastNativeKv, SlotsArePaddedByALineOnlyWhereTheyFillAMultipleOf2KiB) {
+  EXPECT_EQ(native_slot_bytes(16 * 128, 2, true), 4096 + 64);  // the bench's bfloat16 slot
+  EXPECT_EQ(native_slot_bytes(16 * 128, 4, true), 8192 + 64);
+  EXPECT_EQ(native_slot_bytes(16 * 128, 1, true), 2048 + 64);
+  EXPECT_EQ(native_slot_bytes(16 * 128, 2, false), 4096);
+  EXPECT_EQ(native_slot_bytes(6 * 128, 2, true), 1536);
+  EXPECT_EQ(native_slot_bytes(2 * 13, 4, true), 104);
+  EXPECT_EQ(native_slot_bytes(0, 4, true), 0);
+}
+
+// Padded and packed slots hold the same values: every path (decode items,
+// the bfloat16 decode item, prefill tiles, converted and in-place rows)
+// gives the same bits from either, and the padded cache is what encode_kv
+// makes by default.
+TEST(FastNativeKv, PaddedSlotsGiveThePackedSlotsResultsBitForBit) {
+  std::mt19937 rng(5);
+  for (DType kv_dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN})
+    for (DType q : {DType::kFloat32, DType::kBFloat16})
+      for (int64_t q_len : {1, 40}) {
+        TestCase c = decode_batch(rng, q, kv_dtype, 8, 4, q_len, {3, 17, 64, 200});
+        c.threads = 2;
+        SCOPED_TRACE(describe(c) + " q_len=" + std::to_string(q_len));
+        const rpa_problem p = c.problem();
+        const NativeKv padded = encode_kv(p), packed = encode_kv(p, false);
+        const int64_t natural = p.num_combined_kv_heads * p.head_dim * native_elem_bytes(kv_dtype);
+        ASSERT_EQ(packed.slot_bytes, natural);
+        ASSERT_EQ(padded.slot_bytes, natural + 64);
+        ASSERT_EQ(padded.bytes.size(), size_t(p.total_num_pages * p.page_size * padded.slot_bytes));
+        std::vector<float> a(size_t(c.T * c.Hq * c.D), kCanary), b = a;
+        ASSERT_EQ(attention(p, padded, a.data(), nullptr).code, RPA_OK);
+        ASSERT_EQ(attention(p, packed, b.data(), nullptr).code, RPA_OK);
+        ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+        expect_within_bound(c, a);
+      }
+}
+
 // Scores of several hundred (int8 keys over their whole range, sm_scale 1):
 // a float32 FMA chain is a few ulps off the exactly rounded q.k, and near-
 // tied keys turn that into 1e-3 of V - more than the float32 floor, where the
