@@ -70,18 +70,17 @@ NativeKv encode_kv(const rpa_problem& p, bool pad_slots) {
       } else if ((e / p.head_dim) % 2 == 0) {  // K lives at even combined heads
         kmax = std::fmax(kmax, std::fabs(x));
       }
-      const int64_t i = e;
       switch (kv.elem_bytes) {
-        case 4: std::memcpy(dst + 4 * i, &x, 4); break;
+        case 4: std::memcpy(dst + 4 * e, &x, 4); break;
         case 2: {
           const uint16_t b = static_cast<uint16_t>(encode(kv.dtype, x));
-          std::memcpy(dst + 2 * i, &b, 2);
+          std::memcpy(dst + 2 * e, &b, 2);
           break;
         }
         default: {
           uint32_t b = encode(kv.dtype, x);
           if (kv.dtype == DType::kInt4) b = (b & 0x8) ? (b | 0xF0) : (b & 0x0F);  // sign-extend to a byte
-          dst[i] = static_cast<uint8_t>(b);
+          dst[e] = static_cast<uint8_t>(b);
         }
       }
     }
