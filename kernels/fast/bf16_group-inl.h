@@ -137,9 +137,9 @@ struct L2LineStream {
 // as they lie - exact products, as the float32 einsum (kernel.py:131), half
 // the instructions. krows[t]: token t's K row. The score of (t, row r) goes
 // to sa + ((r / 4) * kBf16BlockKeys + t) * 4 + r % 4: per group of 4 rows,
-// [key][4], the softmax's layout. kTwoLines: two lines of `pf` per
-// (chunk, token) step, else one (p.v then streams the other half).
-template <int kT, int kR, bool kQPairs, bool kTwoLines>
+// [key][4], the softmax's layout. One line of `pf` per (chunk, token)
+// step: p.v streams the other half of the head step's share.
+template <int kT, int kR, bool kQPairs>
 RPA_FAST_BF16G_ATTR HWY_INLINE void QKStepBf16(const float* HWY_RESTRICT qeo, int64_t D, const uint8_t* const* krows,
                                                 float* HWY_RESTRICT sa, L2LineStream& pf) {
   static_assert(kT * kR == 16 && kR % 4 == 0, "sixteen accumulators");
@@ -156,7 +156,6 @@ RPA_FAST_BF16G_ATTR HWY_INLINE void QKStepBf16(const float* HWY_RESTRICT qeo, in
         for (int r = 0; r < kR; ++r) qe[r] = _mm512_castsi512_ps(_mm512_loadu_si512(qw + r * D));
       for (int t = 0; t < kT; ++t) {
         pf.Next();
-        pf.Next();
         __builtin_prefetch(krows[t] + 2 * c0 + 2 * D, 0, 3);  // the V line p.v reads
         const __m512bh k = (__m512bh)_mm512_loadu_si512(krows[t] + 2 * c0);
         __m512* at = acc + t * kR;
@@ -172,7 +171,6 @@ RPA_FAST_BF16G_ATTR HWY_INLINE void QKStepBf16(const float* HWY_RESTRICT qeo, in
       for (int r = 0; r < kR; ++r) qe[r] = _mm512_load_ps(qc + r * D), qo[r] = _mm512_load_ps(qc + r * D + 16);
     for (int t = 0; t < kT; ++t) {
       pf.Next();
-      if constexpr (kTwoLines) pf.Next();
       const uint8_t* kp = krows[t] + 2 * c0;
       __builtin_prefetch(kp + 2 * D, 0, 3);  // the V line p.v reads
       __m512* at = acc + t * kR;
@@ -215,11 +213,13 @@ RPA_FAST_BF16G_ATTR HWY_INLINE void PairProbabilities(const float* HWY_RESTRICT 
 
 // o[4 rows][64 permuted dims at c0] = o * alpha + sum over key pairs of
 // (p pair) . (V pair), V pairs from VPUNPCK{L,H}WD of two rows' 32-element
-// chunks c0 and c0 + 32.
+// chunks c0 and c0 + 32. Per pair: the next head step's K lines into L1,
+// four lines of the next block's L2 stream (the half of the head step's
+// share that QKStepBf16 leaves).
 RPA_FAST_BF16G_ATTR HWY_INLINE void PVBf16Kv(float* HWY_RESTRICT o, int64_t D, const float* alpha,
                                               const uint32_t* HWY_RESTRICT pw, int64_t pairs,
                                               const uint8_t* const* vrow, int64_t c0,
-                                              const uint8_t* const* knext) {
+                                              const uint8_t* const* knext, L2LineStream& pf) {
   __m512 acc[4][4];
   for (int r = 0; r < 4; ++r) {
     const __m512 a = _mm512_set1_ps(alpha[r]);
@@ -228,6 +228,7 @@ RPA_FAST_BF16G_ATTR HWY_INLINE void PVBf16Kv(float* HWY_RESTRICT o, int64_t D, c
   for (int64_t kp = 0; kp < pairs; ++kp) {
     for (int i = 0; i < 2; ++i)  // the next head step's K lines of these keys at this chunk
       __builtin_prefetch(knext[2 * kp + i] + 2 * c0, 0, 3), __builtin_prefetch(knext[2 * kp + i] + 2 * c0 + 64, 0, 3);
+    for (int i = 0; i < 4; ++i) pf.Next();
     __m512bh vv[4];
     for (int h = 0; h < 2; ++h) {
       const __m512i a = _mm512_loadu_si512(vrow[2 * kp] + 2 * (c0 + 32 * h));
@@ -342,7 +343,13 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   // Prefetch, three streams, each spread over a loop:
   //  * the next block (every head's K and V rows of a token are contiguous
   //    in its page row) into L2 in address order, a share per head step,
-  //    two lines per step of that head's q.k (L2LineStream);
+  //    half of it in that head's q.k (a line per (chunk, token) step) and
+  //    half in its p.v (four lines per key pair and 64 dims), so the lines
+  //    are asked for at an even pace through the head step
+  //    (L2LineStream). All of the share in q.k, about 40% of the step,
+  //    took 1.03x the time cold with q bfloat16 (0.98-1.05x with q
+  //    float32) and 1.02-1.12x warm on the AMD guest (bench decode, two
+  //    builds' processes alternated, medians of 40 and 300 calls);
   //  * each V line into L1 as q.k reads the K line at the same offset;
   //  * the next head step's K rows into L1, during this one's p.v.
   // Against the same two levels issued a head step's lines at a time (the
@@ -380,9 +387,9 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
     for (int64_t h = 0; h < nh; ++h) {
       const int64_t hoff = 2 * h * row_bytes;
       // This head step's share of the next block is nb_next / nh tokens of
-      // 4 * nh * D bytes, i.e. nb * D / 16 lines for a full block: two per
-      // (chunk, token) step of q.k below, of which there are nb * D / 32;
-      // any rest after it.
+      // 4 * nh * D bytes, i.e. nb * D / 16 lines for a full block: one per
+      // (chunk, token) step of q.k below, of which there are nb * D / 32,
+      // and as many in p.v; any rest after it.
       const int64_t per = (nb_next + nh - 1) / nh;
       L2LineStream pf{.rows = tok_next, .j = h * per, .j_end = std::min(nb_next, (h + 1) * per), .bytes = token_bytes};
       pf.Start();
@@ -392,16 +399,13 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
         for (int64_t t = 0; t < (NG == 1 ? 4 : 2); ++t) kt[t] = t0 + t < nb ? tok[t0 + t] + hoff : zero;
         float* sdst = sa + (h * NG * kBf16BlockKeys + t0) * 4;
         if (NG == 1) {
-          if (q_pairs) QKStepBf16<4, 4, true, true>(qh, D, kt, sdst, pf);
-          else if (dot) QKStepBf16<4, 4, false, true>(qh, D, kt, sdst, pf);
-          else QKStepBf16<4, 4, false, false>(qh, D, kt, sdst, pf);
+          if (q_pairs) QKStepBf16<4, 4, true>(qh, D, kt, sdst, pf);
+          else QKStepBf16<4, 4, false>(qh, D, kt, sdst, pf);
         } else {
-          if (q_pairs) QKStepBf16<2, 8, true, true>(qh, D, kt, sdst, pf);
-          else if (dot) QKStepBf16<2, 8, false, true>(qh, D, kt, sdst, pf);
-          else QKStepBf16<2, 8, false, false>(qh, D, kt, sdst, pf);
+          if (q_pairs) QKStepBf16<2, 8, true>(qh, D, kt, sdst, pf);
+          else QKStepBf16<2, 8, false>(qh, D, kt, sdst, pf);
         }
       }
-      if (dot) pf.Rest();  // the FMA path streams the rest of its share in p.v
       // The next head step's K rows (the next block's first head after the
       // last), during this one's p.v; rows past the block read the zero row.
       const uint8_t* knext[kBf16BlockKeys];
@@ -417,7 +421,7 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
         float* oh = o + h * rows_stride + gi * 4 * D;
         if (dot) {
           PairProbabilities(sg, nb8, pw);
-          for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Kv(oh, D, alpha, pw, nb8 / 2, vr, c0, knext);
+          for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Kv(oh, D, alpha, pw, nb8 / 2, vr, c0, knext, pf);
         } else {
           for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Fma(oh, D, alpha, sg, nb, vr, c0, knext, pf);
         }
