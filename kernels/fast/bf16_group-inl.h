@@ -35,6 +35,7 @@
 #include <immintrin.h>
 
 #include "hwy/highway.h"
+#include "kernels/fast/item_ahead.h"
 #include "kernels/fast/tiles-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -66,7 +67,8 @@ static_assert(kBf16DotBlockKeys <= kBf16BlockKeys && kBf16DotBlockKeys % 8 == 0,
 static_assert(kBf16BlockKeys <= kBlockKeys && kBf16BlockKeys % 8 == 0, "st holds kBlockKeys keys per row");
 static_assert(kBf16BlockKeys / 2 * 4 <= kMaxRowsA * kGroupHeads, "lsum holds the block's bfloat16 pairs");
 
-// The first block of an item has no block before it to stream it into L2.
+// The first block of an item has no block before it to stream it into L2
+// (unless the thread's item before it, looking ahead, streamed it in).
 // Where VDPBF16PS is fast (as measured on AMD) all of it is asked for at
 // once; on the FMA path only its first tokens are: asking for all 64 rows
 // at once stalled the core for the whole DRAM time (bench cold decode,
@@ -77,6 +79,11 @@ inline constexpr int64_t kFirstBurstTokens = 8;
 inline bool Bf16GroupApplies(const KernelCtx& c) {
   return c.bf16_item && c.kv_dtype == DType::kBFloat16 && !c.has_k_scale && !c.has_v_scale && c.head_dim > 0 &&
          c.head_dim % 64 == 0 && hn::Lanes(DF()) == 16;
+}
+
+// Whether the item runs a group item of `s` (QKStepBf16 takes 4 or 8 rows).
+inline bool Bf16GroupTakes(const KernelCtx& c, const SeqPlan& s) {
+  return Bf16GroupApplies(c) && s.num_tokens * c.group <= 8;
 }
 
 // Lane i of the result = the sum of the 16 lanes of a[i].
@@ -299,9 +306,34 @@ inline void UnpermuteRow(const float* HWY_RESTRICT o, int64_t D, float* HWY_REST
       }
 }
 
-// The item; see TileGroup for the arguments. At most kMaxRowsA rows per head.
+// The first block (at most `BK` keys) of the thread's next item, claimed
+// now, where that item is one of these: its token rows (K of its first KV
+// head) into `rows` and the bytes of a token's K and V rows of its heads
+// into `bytes`. Returns the block's keys, 0 where there is no such item.
+inline int64_t NextItemFirstBlock(const KernelCtx& c, ItemAhead& ahead, int64_t BK, const uint8_t** rows,
+                                  int64_t& bytes) {
+  const WorkItem* w = ahead.Claim();
+  if (w == nullptr || !w->group) return 0;
+  const SeqPlan& s = ahead.plan->seqs[size_t(w->seq)];
+  const RowRange r = GroupKeyRange(c, s, w->key0, w->key1);
+  if (!Bf16GroupTakes(c, s) || r.lo > r.hi) return 0;
+  const int64_t n = std::min<int64_t>(BK, r.hi + 1 - r.lo);
+  TokenRows(c, s, w->kv_head, r.lo, n, rows);
+  bytes = 2 * int64_t(w->heads) * c.head_dim * 2;
+  ahead.streamed = true;
+  return n;
+}
+
+// The item; see TileGroup for the arguments. At most kMaxRowsA rows per
+// head. `first_streamed`: the thread's item before this one streamed this
+// one's first block into L2. `ahead` (may be null): the thread's claim on
+// its next item, whose first block the last block streams in (VDPBF16PS
+// path only: the FMA path was measured on the Xeon, where streaming the
+// next unclaimed item's first block was slower; this claimed one is not
+// measured there).
 RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0,
-                                   int64_t k1, float* partial, Scratch& sc) {
+                                   int64_t k1, float* partial, Scratch& sc, bool first_streamed,
+                                   ItemAhead* ahead) {
   const int64_t D = c.head_dim;
   const GroupState g = StartGroup(c, s, nh, k0, k1, sc);
   const int64_t R = g.R, NG = g.NG;
@@ -364,7 +396,8 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   const uint8_t** tok_next = tok_bufs[1];  // the next block's
   TokenRows(c, s, h0, keys.range.lo, std::min<int64_t>(BK, keys.range.hi + 1 - keys.range.lo), tok);
   const uint8_t* vr[kBf16BlockKeys + 2];
-  {  // The first block has no block before it to stream it in (kFirstBurstTokens).
+  const bool look_ahead = dot && ahead != nullptr;
+  if (!first_streamed) {  // The first block has no block before it to stream it in (kFirstBurstTokens).
     L2LineStream first{.rows = tok,
                        .j = 0,
                        .j_end = std::min<int64_t>(dot ? BK : kFirstBurstTokens,
@@ -381,8 +414,13 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += BK) {
     const int64_t nb = std::min<int64_t>(BK, keys.range.hi + 1 - b0);
     const int64_t nb4 = (nb + 3) / 4 * 4, nb8 = (nb + 7) / 8 * 8;
-    const int64_t nb_next = std::min<int64_t>(BK, keys.range.hi + 1 - (b0 + BK));
-    if (nb_next > 0) TokenRows(c, s, h0, b0 + BK, nb_next, tok_next);
+    int64_t nb_next = std::min<int64_t>(BK, keys.range.hi + 1 - (b0 + BK));
+    int64_t next_bytes = token_bytes;  // of a token of the block streamed in
+    if (nb_next > 0) {
+      TokenRows(c, s, h0, b0 + BK, nb_next, tok_next);
+    } else if (look_ahead) {
+      nb_next = NextItemFirstBlock(c, *ahead, BK, tok_next, next_bytes);
+    }
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
     for (int64_t h = 0; h < nh; ++h) {
       const int64_t hoff = 2 * h * row_bytes;
@@ -391,7 +429,7 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
       // (chunk, token) step of q.k below, of which there are nb * D / 32,
       // and as many in p.v; any rest after it.
       const int64_t per = (nb_next + nh - 1) / nh;
-      L2LineStream pf{.rows = tok_next, .j = h * per, .j_end = std::min(nb_next, (h + 1) * per), .bytes = token_bytes};
+      L2LineStream pf{.rows = tok_next, .j = h * per, .j_end = std::min(nb_next, (h + 1) * per), .bytes = next_bytes};
       pf.Start();
       const float* qh = qa + h * rows_stride;
       for (int64_t t0 = 0; t0 < nb4; t0 += NG == 1 ? 4 : 2) {
@@ -445,15 +483,16 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
 }
 
 inline bool RunBf16Group(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1,
-                         float* partial, Scratch& sc) {
-  if (!Bf16GroupApplies(c) || s.num_tokens * c.group > 8) return false;  // QKStepBf16 takes 4 or 8 rows
-  GroupBf16(c, s, h0, nh, k0, k1, partial, sc);
+                         float* partial, Scratch& sc, bool first_streamed, ItemAhead* ahead) {
+  if (!Bf16GroupTakes(c, s)) return false;
+  GroupBf16(c, s, h0, nh, k0, k1, partial, sc, first_streamed, ahead);
   return true;
 }
 
 #undef RPA_FAST_BF16G_ATTR
 #else
-inline bool RunBf16Group(const KernelCtx&, const SeqPlan&, int64_t, int64_t, int64_t, int64_t, float*, Scratch&) {
+inline bool RunBf16Group(const KernelCtx&, const SeqPlan&, int64_t, int64_t, int64_t, int64_t, float*, Scratch&, bool,
+                         ItemAhead*) {
   return false;
 }
 #endif  // AVX3

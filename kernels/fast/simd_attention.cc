@@ -27,15 +27,16 @@
 HWY_BEFORE_NAMESPACE();
 namespace rpa::fast::HWY_NAMESPACE {
 
-// Runs one work item of the plan.
-inline void RunItem(const Plan& plan, const WorkItem& w, Scratch& sc) {
+// Runs one work item of the plan; `first_streamed` and `ahead` as GroupBf16 takes them.
+inline void RunItem(const Plan& plan, const WorkItem& w, Scratch& sc, [[maybe_unused]] bool first_streamed,
+                    [[maybe_unused]] ItemAhead* ahead) {
   const KernelCtx& c = plan.ctx;
   const SeqPlan& s = plan.seqs[w.seq];
   const int64_t N = int64_t(hn::Lanes(DF()));
   if (w.group) {
 #if HWY_TARGET != HWY_SCALAR
     float* partial = w.partial >= 0 ? plan.partials.data() + w.partial : nullptr;
-    if (RunBf16Group(c, s, w.kv_head, w.heads, w.key0, w.key1, partial, sc)) return;
+    if (RunBf16Group(c, s, w.kv_head, w.heads, w.key0, w.key1, partial, sc, first_streamed, ahead)) return;
     if (c.head_dim % N != 0) return TileGroup<DType::kFloat32>(c, s, w.kv_head, w.heads, w.key0, w.key1, partial, sc, false);
     switch (c.kv_dtype) {
 #define RPA_FAST_GROUP(T) return TileGroup<T>(c, s, w.kv_head, w.heads, w.key0, w.key1, partial, sc, true)
@@ -77,8 +78,13 @@ void RunPlan(const Plan* plan, int threads) {
     thread_local Scratch sc;
     if (sc.lanes != N || sc.head_dim != c.head_dim) sc.init(N, c.head_dim, in_place);
     sc.in_place = in_place;
-    for (size_t i = next.fetch_add(1); i < items.size(); i = next.fetch_add(1)) {
-      RunItem(*plan, items[i], sc);
+    // An item may claim the thread's next one before it ends (ItemAhead).
+    bool streamed = false;
+    for (size_t i = next.fetch_add(1); i < items.size();) {
+      ItemAhead ahead{.plan = plan, .next = &next};
+      RunItem(*plan, items[i], sc, streamed, &ahead);
+      streamed = ahead.streamed;
+      i = ahead.claimed != ItemAhead::kNone ? ahead.claimed : next.fetch_add(1);
     }
   });
 }

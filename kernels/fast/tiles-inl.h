@@ -594,6 +594,16 @@ struct GroupState {
   int32_t* perms = nullptr;  // ReduceGroups' lane permutations
 };
 
+// The keys a group item over keys [k0, k1] of `s` visits: those of every
+// row of the sequence (KeysOfTile over all of them), cut to [k0, k1]. Empty
+// (lo > hi) where the item has none. Also what a thread looking ahead at
+// the item reads (GroupBf16).
+inline RowRange GroupKeyRange(const KernelCtx& c, const SeqPlan& s, int64_t k0, int64_t k1) {
+  const int64_t R = s.num_tokens * c.group;
+  const RowRange r = s.skip_masked ? tile_key_range(c, s, 0, (R - 1) / c.group) : RowRange{0, s.num_keys - 1};
+  return {std::max(r.lo, k0), std::min(r.hi, k1)};
+}
+
 // Sets up the state of a group item over keys [k0, k1] of its range.
 inline GroupState StartGroup(const KernelCtx& c, const SeqPlan& s, int64_t nh, int64_t k0, int64_t k1,
                              Scratch& sc) {
@@ -614,8 +624,7 @@ inline GroupState StartGroup(const KernelCtx& c, const SeqPlan& s, int64_t nh, i
     }
   }
   g.keys = KeysOfTile(c, s, 0, g.R, lo, hi, s.skip_masked);
-  g.keys.range.lo = std::max(g.keys.range.lo, k0);
-  g.keys.range.hi = std::min(g.keys.range.hi, k1);
+  g.keys.range = GroupKeyRange(c, s, k0, k1);
   g.lo_p = sc.lo_p.get();
   g.hi_p = sc.hi_p.get();
   g.m_p = sc.m_p.get();

@@ -685,6 +685,32 @@ TEST(FastEdges, Bfloat16KvDecodeBatchesOfEveryHeadShape) {
     }
 }
 
+// A thread's item claims the thread's next one when its last block starts,
+// to stream that item's first block in (ItemAhead, GroupBf16); the thread
+// then runs the claimed item instead of taking one from the queue. Every
+// item still runs exactly once: on any thread count the output is the one
+// thread's bit for bit, through a batch whose items alternate between the
+// bfloat16 decode item (q_len 1 and 2: 4 and 8 rows a KV head), other
+// group items (q_len 3) and prefill tiles (q_len 40), none split.
+TEST(FastEdges, ItemsClaimedAheadRunOnceOnEveryThreadCount) {
+  std::mt19937 rng(91);
+  const std::vector<int64_t> kv_lens{3, 64, 17, 200, 16, 33, 90, 48, 250, 1};
+  const int32_t q_lens[] = {1, 40, 2, 3, 1, 1, 40, 2, 3, 1};
+  for (DType q : {DType::kFloat32, DType::kBFloat16}) {
+    TestCase c = decode_batch(rng, q, DType::kBFloat16, 8, 4, 40, kv_lens);
+    for (size_t i = 0; i < kv_lens.size(); ++i) c.cu_q_lens[i + 1] = c.cu_q_lens[i] + q_lens[i];
+    c.threads = 1;
+    const std::vector<float> one = run_fast(c);
+    expect_within_bound(c, one);
+    for (int threads : {2, 3, 4}) {
+      c.threads = threads;
+      SCOPED_TRACE(describe(c));
+      const std::vector<float> many = run_fast(c);
+      ASSERT_EQ(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)), 0);
+    }
+  }
+}
+
 // The native cache pads a slot by one cache line where it fills a multiple
 // of 2 KiB (so a head's rows, a slot apart, do not all map to the same L1
 // sets); elsewhere slots are packed.
