@@ -81,6 +81,9 @@ inline bool Bf16GroupApplies(const KernelCtx& c) {
          c.head_dim % 64 == 0 && hn::Lanes(DF()) == 16;
 }
 
+// Bytes of a token's K and V rows of `heads` KV heads (contiguous in its slot).
+inline int64_t Bf16TokenBytes(const KernelCtx& c, int64_t heads) { return 2 * heads * c.head_dim * 2; }
+
 // Whether the item runs a group item of `s` (QKStepBf16 takes 4 or 8 rows).
 inline bool Bf16GroupTakes(const KernelCtx& c, const SeqPlan& s) {
   return Bf16GroupApplies(c) && s.num_tokens * c.group <= 8;
@@ -319,21 +322,20 @@ inline int64_t NextItemFirstBlock(const KernelCtx& c, ItemAhead& ahead, int64_t 
   if (!Bf16GroupTakes(c, s) || r.lo > r.hi) return 0;
   const int64_t n = std::min<int64_t>(BK, r.hi + 1 - r.lo);
   TokenRows(c, s, w->kv_head, r.lo, n, rows);
-  bytes = 2 * int64_t(w->heads) * c.head_dim * 2;
+  bytes = Bf16TokenBytes(c, w->heads);
   ahead.streamed = true;
   return n;
 }
 
 // The item; see TileGroup for the arguments. At most kMaxRowsA rows per
 // head. `first_streamed`: the thread's item before this one streamed this
-// one's first block into L2. `ahead` (may be null): the thread's claim on
-// its next item, whose first block the last block streams in (VDPBF16PS
+// one's first block into L2. `ahead`: the thread's claim on its next item, whose first block the last block streams in (VDPBF16PS
 // path only: the FMA path was measured on the Xeon, where streaming the
 // next unclaimed item's first block was slower; this claimed one is not
 // measured there).
 RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0,
                                    int64_t k1, float* partial, Scratch& sc, bool first_streamed,
-                                   ItemAhead* ahead) {
+                                   ItemAhead& ahead) {
   const int64_t D = c.head_dim;
   const GroupState g = StartGroup(c, s, nh, k0, k1, sc);
   const int64_t R = g.R, NG = g.NG;
@@ -389,14 +391,13 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   // bench's cold decode (fast_bench, medians of 6 interleaved runs): 0.77
   // vs 0.91 ms with q float32, 0.70 vs 0.97 ms with q bfloat16. Two blocks
   // ahead, or the L1 streams dropped, measured slower.
-  const int64_t token_bytes = 2 * nh * row_bytes;  // a multiple of 256 bytes (head_dim % 64 == 0)
+  const int64_t token_bytes = Bf16TokenBytes(c, nh);  // a multiple of 256 bytes (head_dim % 64 == 0)
   const int64_t BK = dot ? kBf16DotBlockKeys : kBf16BlockKeys;  // keys per block
   const uint8_t* tok_bufs[2][kBf16BlockKeys];
   const uint8_t** tok = tok_bufs[0];       // the block's tokens
   const uint8_t** tok_next = tok_bufs[1];  // the next block's
   TokenRows(c, s, h0, keys.range.lo, std::min<int64_t>(BK, keys.range.hi + 1 - keys.range.lo), tok);
   const uint8_t* vr[kBf16BlockKeys + 2];
-  const bool look_ahead = dot && ahead != nullptr;
   if (!first_streamed) {  // The first block has no block before it to stream it in (kFirstBurstTokens).
     L2LineStream first{.rows = tok,
                        .j = 0,
@@ -418,8 +419,8 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
     int64_t next_bytes = token_bytes;  // of a token of the block streamed in
     if (nb_next > 0) {
       TokenRows(c, s, h0, b0 + BK, nb_next, tok_next);
-    } else if (look_ahead) {
-      nb_next = NextItemFirstBlock(c, *ahead, BK, tok_next, next_bytes);
+    } else if (dot) {  // the look-ahead runs on the VDPBF16PS path only (GroupBf16's comment)
+      nb_next = NextItemFirstBlock(c, ahead, BK, tok_next, next_bytes);
     }
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
     for (int64_t h = 0; h < nh; ++h) {
@@ -483,7 +484,7 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
 }
 
 inline bool RunBf16Group(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1,
-                         float* partial, Scratch& sc, bool first_streamed, ItemAhead* ahead) {
+                         float* partial, Scratch& sc, bool first_streamed, ItemAhead& ahead) {
   if (!Bf16GroupTakes(c, s)) return false;
   GroupBf16(c, s, h0, nh, k0, k1, partial, sc, first_streamed, ahead);
   return true;
@@ -492,7 +493,7 @@ inline bool RunBf16Group(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64
 #undef RPA_FAST_BF16G_ATTR
 #else
 inline bool RunBf16Group(const KernelCtx&, const SeqPlan&, int64_t, int64_t, int64_t, int64_t, float*, Scratch&, bool,
-                         ItemAhead*) {
+                         ItemAhead&) {
   return false;
 }
 #endif  // AVX3

@@ -29,7 +29,7 @@ namespace rpa::fast::HWY_NAMESPACE {
 
 // Runs one work item of the plan; `first_streamed` and `ahead` as GroupBf16 takes them.
 inline void RunItem(const Plan& plan, const WorkItem& w, Scratch& sc, [[maybe_unused]] bool first_streamed,
-                    [[maybe_unused]] ItemAhead* ahead) {
+                    [[maybe_unused]] ItemAhead& ahead) {
   const KernelCtx& c = plan.ctx;
   const SeqPlan& s = plan.seqs[w.seq];
   const int64_t N = int64_t(hn::Lanes(DF()));
@@ -82,7 +82,7 @@ void RunPlan(const Plan* plan, int threads) {
     bool streamed = false;
     for (size_t i = next.fetch_add(1); i < items.size();) {
       ItemAhead ahead{.plan = plan, .next = &next};
-      RunItem(*plan, items[i], sc, streamed, &ahead);
+      RunItem(*plan, items[i], sc, streamed, ahead);
       streamed = ahead.streamed;
       i = ahead.claimed != ItemAhead::kNone ? ahead.claimed : next.fetch_add(1);
     }

@@ -224,17 +224,20 @@ struct TileKeys {
   int64_t hi_min;
 };
 
+// The keys rows [row0, row1) visit: those some row attends where masked
+// blocks may be skipped (`skip`), else every key of the sequence.
+inline RowRange VisitedKeys(const KernelCtx& c, const SeqPlan& s, int64_t row0, int64_t row1, bool skip) {
+  if (skip) return tile_key_range(c, s, row0 / c.group, (row1 - 1) / c.group);
+  return {0, s.num_keys - 1};
+}
+
 inline TileKeys KeysOfTile(const KernelCtx& c, const SeqPlan& s, int64_t row0, int64_t row1, const int32_t* lo,
                            const int32_t* hi, bool skip) {
   TileKeys k;
   k.lo_max = 0;
   k.hi_min = s.num_keys - 1;
   for (int64_t r = 0; r < row1 - row0; ++r) k.lo_max = std::max<int64_t>(k.lo_max, lo[r]), k.hi_min = std::min<int64_t>(k.hi_min, hi[r]);
-  if (skip) {
-    k.range = tile_key_range(c, s, row0 / c.group, (row1 - 1) / c.group);
-  } else {
-    k.range = {0, s.num_keys - 1};
-  }
+  k.range = VisitedKeys(c, s, row0, row1, skip);
   return k;
 }
 
@@ -595,12 +598,10 @@ struct GroupState {
 };
 
 // The keys a group item over keys [k0, k1] of `s` visits: those of every
-// row of the sequence (KeysOfTile over all of them), cut to [k0, k1]. Empty
-// (lo > hi) where the item has none. Also what a thread looking ahead at
-// the item reads (GroupBf16).
+// row of the sequence, cut to [k0, k1]. Empty (lo > hi) where the item has
+// none. Also what a thread looking ahead at the item reads (GroupBf16).
 inline RowRange GroupKeyRange(const KernelCtx& c, const SeqPlan& s, int64_t k0, int64_t k1) {
-  const int64_t R = s.num_tokens * c.group;
-  const RowRange r = s.skip_masked ? tile_key_range(c, s, 0, (R - 1) / c.group) : RowRange{0, s.num_keys - 1};
+  const RowRange r = VisitedKeys(c, s, 0, s.num_tokens * c.group, s.skip_masked);
   return {std::max(r.lo, k0), std::min(r.hi, k1)};
 }
 
