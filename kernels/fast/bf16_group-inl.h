@@ -1,4 +1,4 @@
-// The fast kernel's decode item for bfloat16 KV (AVX-512 targets with AVX512-BF16): few rows per KV head, K and V widened in one operation a vector.
+// The fast kernel's decode item for bfloat16 and 8-bit float KV (AVX-512 targets with AVX512-BF16 and AVX512-VBMI): few rows per KV head, K and V widened in one operation a vector.
 // Included once per target by simd_attention.cc through foreach_target.h; empty on other targets.
 //
 // TileGroup's work (every row of a few KV heads of one sequence, key chunk
@@ -22,6 +22,14 @@
 //    takes FMAs for bfloat16 q too. No VDPBF16PS runs on this path.
 //  * the online softmax state lives in vectors of the score layout (lane
 //    i: row i % 4 of a group of 4, key i / 4 of the register block).
+//  * float8_e4m3fn and float8_e5m2 KV (no scales) take the same item:
+//    every value of theirs is a bfloat16 value, so 64 bytes become two
+//    vectors of bfloat16 words by two byte lookups (VPERMT2B: the word's
+//    high and low byte of the magnitude), the sign bit or'ed in and the
+//    bytes interleaved (VPUNPCK{L,H}BW) - exact, NaN and Inf included.
+//    The interleave leaves the words in an order of its own (Fp8Dim); q
+//    is stored in that order and the accumulator put back at the end. Half
+//    the bytes of bfloat16 KV for five operations per 64 values.
 // Subnormal bfloat16 inputs of VDPBF16PS count as zero (weights below
 // 2^-126 of the row's largest, V elements below 2^-126): far below the
 // tolerance bound.
@@ -35,6 +43,8 @@
 #include <immintrin.h>
 
 #include "hwy/highway.h"
+#include "kernels/fast/cpu_traits.h"
+#include "kernels/fast/fp8_bf16_table.h"
 #include "kernels/fast/item_ahead.h"
 #include "kernels/fast/tiles-inl.h"
 
@@ -43,7 +53,7 @@ namespace rpa::fast::HWY_NAMESPACE {
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 
-#define RPA_FAST_BF16G_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16")))
+#define RPA_FAST_BF16G_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16,avx512vbmi")))
 
 // Keys per block of the item: one softmax step, one rescale of the
 // accumulators and one set of row pointers per block and head; the L2
@@ -61,7 +71,14 @@ inline constexpr int64_t kBf16BlockKeys = 64;
 // slots; on padded slots (native_kv.h) 16 keys 0.64-0.74, 32 keys
 // 0.64-0.76, 64 keys 0.67-0.79, 8 keys 0.70-0.81.
 inline constexpr int64_t kBf16DotBlockKeys = 16;
+// 8-bit KV on that path: blocks of 32 keys, the bytes of 16 bfloat16 keys
+// (64 KiB of the bench's decode). The bench's decode with float8_e4m3fn
+// KV, cold, 2 threads, 16 / 32 / 64 keys alternated call by call (medians
+// of 60-100, q float32 and bfloat16): 32 keys 0.95-0.98x the time of 16
+// in all six runs, 64 keys 0.96-1.02x.
+inline constexpr int64_t kFp8DotBlockKeys = 32;
 static_assert(kBf16DotBlockKeys <= kBf16BlockKeys && kBf16DotBlockKeys % 8 == 0, "a block's pairs fill whole vectors");
+static_assert(kFp8DotBlockKeys <= kBf16BlockKeys && kFp8DotBlockKeys % 8 == 0, "a block's pairs fill whole vectors");
 // sa [heads][groups of 4][keys][4] and pw [key pairs][4] live in the
 // scratch's st and lsum buffers.
 static_assert(kBf16BlockKeys <= kBlockKeys && kBf16BlockKeys % 8 == 0, "st holds kBlockKeys keys per row");
@@ -77,12 +94,37 @@ static_assert(kBf16BlockKeys / 2 * 4 <= kMaxRowsA * kGroupHeads, "lsum holds the
 inline constexpr int64_t kFirstBurstTokens = 8;
 
 inline bool Bf16GroupApplies(const KernelCtx& c) {
-  return c.bf16_item && c.kv_dtype == DType::kBFloat16 && !c.has_k_scale && !c.has_v_scale && c.head_dim > 0 &&
+  return c.bf16_item && (c.kv_dtype == DType::kBFloat16 || has_fp8_bf16_table(c.kv_dtype)) && !c.has_k_scale && !c.has_v_scale && c.head_dim > 0 &&
          c.head_dim % 64 == 0 && hn::Lanes(DF()) == 16;
 }
 
 // Bytes of a token's K and V rows of `heads` KV heads (contiguous in its slot).
-inline int64_t Bf16TokenBytes(const KernelCtx& c, int64_t heads) { return 2 * heads * c.head_dim * 2; }
+inline int64_t Bf16TokenBytes(const KernelCtx& c, int64_t heads) { return 2 * heads * c.head_dim * c.kv_elem_bytes; }
+
+// The byte lookup tables of an 8-bit float KV dtype in registers
+// (Fp8Bf16Table), and the sign bit of each byte.
+struct Fp8Lut {
+  __m512i hi0, hi1, lo0, lo1, sign;
+};
+RPA_FAST_BF16G_ATTR HWY_INLINE Fp8Lut LoadFp8Lut(const Fp8Bf16Table& t) {
+  return {_mm512_load_si512(t.hi), _mm512_load_si512(t.hi + 64), _mm512_load_si512(t.lo),
+          _mm512_load_si512(t.lo + 64), _mm512_set1_epi8(char(0x80))};
+}
+
+// The 64 values at p as bfloat16 words: w0 word 8j + i is element 16j + i,
+// w1 word 8j + i element 16j + 8 + i (j = 0..3, i = 0..7), the order
+// VPUNPCK{L,H}BW leave within each 128-bit block (Fp8Dim).
+RPA_FAST_BF16G_ATTR HWY_INLINE void Fp8Words(const Fp8Lut& t, const uint8_t* p, __m512i& w0, __m512i& w1) {
+  const __m512i b = _mm512_loadu_si512(p);
+  // VPERMT2B reads the low 7 bits of each index byte: the magnitude.
+  const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(t.hi0, b, t.hi1), b, t.sign, 0xF8);  // | sign
+  const __m512i lo = _mm512_permutex2var_epi8(t.lo0, b, t.lo1);
+  w0 = _mm512_unpacklo_epi8(lo, hi);
+  w1 = _mm512_unpackhi_epi8(lo, hi);
+}
+
+// The element (of its 64-element chunk) that word p of Fp8Words' w0, w1 (p = 32 * vector + word) holds.
+inline constexpr int64_t Fp8Dim(int64_t p) { return 16 * ((p % 32) / 8) + 8 * (p / 32) + p % 8; }
 
 // Whether the item runs a group item of `s` (QKStepBf16 takes 4 or 8 rows).
 inline bool Bf16GroupTakes(const KernelCtx& c, const SeqPlan& s) {
@@ -147,18 +189,44 @@ struct L2LineStream {
 // as they lie - exact products, as the float32 einsum (kernel.py:131), half
 // the instructions. krows[t]: token t's K row. The score of (t, row r) goes
 // to sa + ((r / 4) * kBf16BlockKeys + t) * 4 + r % 4: per group of 4 rows,
-// [key][4], the softmax's layout. One line of `pf` per (chunk, token)
-// step: p.v streams the other half of the head step's share.
-template <int kT, int kR, bool kQPairs>
+// [key][4], the softmax's layout. One line of `pf` per (line, token)
+// step: p.v streams the other half of the head step's share. kE: bytes a
+// K element (2: bfloat16; 1: 8-bit float, looked up by `lut`, q's dims
+// in Fp8Dim order per 64).
+template <int kT, int kR, bool kQPairs, int kE>
 RPA_FAST_BF16G_ATTR HWY_INLINE void QKStepBf16(const float* HWY_RESTRICT qeo, int64_t D, const uint8_t* const* krows,
-                                                float* HWY_RESTRICT sa, L2LineStream& pf) {
+                                                float* HWY_RESTRICT sa, L2LineStream& pf, const Fp8Lut& lut) {
   static_assert(kT * kR == 16 && kR % 4 == 0, "sixteen accumulators");
   __m512 acc[16];
   for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
   // With 4 rows, q's vectors of a chunk stay in registers beside the 16
   // accumulators; with 8, they are memory operands.
   constexpr int kQRegs = kR <= 4 ? kR : 1;
-  for (int64_t c0 = 0; c0 < D; c0 += 32) {
+  // 8-bit K: a line is 64 elements, looked up into two vectors of words;
+  // q's vectors are memory operands (the tables hold four registers).
+  for (int64_t c0 = 0; kE == 1 && c0 < D; c0 += 64) {
+    for (int t = 0; t < kT; ++t) {
+      pf.Next();
+      __builtin_prefetch(krows[t] + c0 + D, 0, 3);  // the V line p.v reads
+      __m512i w[2];
+      Fp8Words(lut, krows[t] + c0, w[0], w[1]);
+      __m512* at = acc + t * kR;
+      for (int h = 0; h < 2; ++h) {
+        if constexpr (kQPairs) {
+          const uint32_t* qw = reinterpret_cast<const uint32_t*>(qeo) + (c0 + 32 * h) / 2;
+          for (int r = 0; r < kR; ++r)
+            at[r] = _mm512_dpbf16_ps(at[r], (__m512bh)_mm512_loadu_si512(qw + r * D), (__m512bh)w[h]);
+        } else {
+          const float* qc = qeo + c0 + 32 * h;
+          const __m512 ke = _mm512_castsi512_ps(_mm512_slli_epi32(w[h], 16));
+          for (int r = 0; r < kR; ++r) at[r] = _mm512_fmadd_ps(_mm512_load_ps(qc + r * D), ke, at[r]);
+          const __m512 ko = _mm512_castsi512_ps(_mm512_and_si512(w[h], _mm512_set1_epi32(int(0xFFFF0000u))));
+          for (int r = 0; r < kR; ++r) at[r] = _mm512_fmadd_ps(_mm512_load_ps(qc + r * D + 16), ko, at[r]);
+        }
+      }
+    }
+  }
+  for (int64_t c0 = 0; kE == 2 && c0 < D; c0 += 32) {
     __m512 qe[kQRegs], qo[kQRegs];
     if constexpr (kQPairs) {
       const uint32_t* qw = reinterpret_cast<const uint32_t*>(qeo) + c0 / 2;
@@ -224,12 +292,14 @@ RPA_FAST_BF16G_ATTR HWY_INLINE void PairProbabilities(const float* HWY_RESTRICT 
 // o[4 rows][64 permuted dims at c0] = o * alpha + sum over key pairs of
 // (p pair) . (V pair), V pairs from VPUNPCK{L,H}WD of two rows' 32-element
 // chunks c0 and c0 + 32. Per pair: the next head step's K lines into L1,
-// four lines of the next block's L2 stream (the half of the head step's
-// share that QKStepBf16 leaves).
+// 2 * kE lines of the next block's L2 stream (the half of the head step's
+// share that QKStepBf16 leaves). kE as QKStepBf16 takes it (8-bit V: the
+// dims in Fp8Dim order per 64, on top of the interleave's).
+template <int kE>
 RPA_FAST_BF16G_ATTR HWY_INLINE void PVBf16Kv(float* HWY_RESTRICT o, int64_t D, const float* alpha,
                                               const uint32_t* HWY_RESTRICT pw, int64_t pairs,
                                               const uint8_t* const* vrow, int64_t c0,
-                                              const uint8_t* const* knext, L2LineStream& pf) {
+                                              const uint8_t* const* knext, L2LineStream& pf, const Fp8Lut& lut) {
   __m512 acc[4][4];
   for (int r = 0; r < 4; ++r) {
     const __m512 a = _mm512_set1_ps(alpha[r]);
@@ -237,14 +307,22 @@ RPA_FAST_BF16G_ATTR HWY_INLINE void PVBf16Kv(float* HWY_RESTRICT o, int64_t D, c
   }
   for (int64_t kp = 0; kp < pairs; ++kp) {
     for (int i = 0; i < 2; ++i)  // the next head step's K lines of these keys at this chunk
-      __builtin_prefetch(knext[2 * kp + i] + 2 * c0, 0, 3), __builtin_prefetch(knext[2 * kp + i] + 2 * c0 + 64, 0, 3);
-    for (int i = 0; i < 4; ++i) pf.Next();
+      for (int l = 0; l < kE; ++l) __builtin_prefetch(knext[2 * kp + i] + kE * c0 + 64 * l, 0, 3);
+    for (int i = 0; i < 2 * kE; ++i) pf.Next();
+    __m512i a[2], b[2];  // 64 dims of the two keys' rows
+    if constexpr (kE == 1) {
+      Fp8Words(lut, vrow[2 * kp] + c0, a[0], a[1]);
+      Fp8Words(lut, vrow[2 * kp + 1] + c0, b[0], b[1]);
+    } else {
+      for (int h = 0; h < 2; ++h) {
+        a[h] = _mm512_loadu_si512(vrow[2 * kp] + 2 * (c0 + 32 * h));
+        b[h] = _mm512_loadu_si512(vrow[2 * kp + 1] + 2 * (c0 + 32 * h));
+      }
+    }
     __m512bh vv[4];
     for (int h = 0; h < 2; ++h) {
-      const __m512i a = _mm512_loadu_si512(vrow[2 * kp] + 2 * (c0 + 32 * h));
-      const __m512i b = _mm512_loadu_si512(vrow[2 * kp + 1] + 2 * (c0 + 32 * h));
-      vv[2 * h] = (__m512bh)_mm512_unpacklo_epi16(a, b);
-      vv[2 * h + 1] = (__m512bh)_mm512_unpackhi_epi16(a, b);
+      vv[2 * h] = (__m512bh)_mm512_unpacklo_epi16(a[h], b[h]);
+      vv[2 * h + 1] = (__m512bh)_mm512_unpackhi_epi16(a[h], b[h]);
     }
     for (int r = 0; r < 4; ++r) {
       const __m512bh pp = (__m512bh)_mm512_set1_epi32(int(pw[kp * 4 + r]));
@@ -262,10 +340,12 @@ RPA_FAST_BF16G_ATTR HWY_INLINE void PVBf16Kv(float* HWY_RESTRICT o, int64_t D, c
 // in that even/odd order per 32-element chunk (UnpermuteEvenOdd). Per key:
 // the next head step's K lines into L1, two lines of the next block's L2
 // stream (the other half of what QKStepBf16 issues, so DRAM is asked
-// through p.v too).
+// through p.v too); one of each for 8-bit V (kE as QKStepBf16 takes it).
+template <int kE>
 RPA_FAST_BF16G_ATTR HWY_INLINE void PVBf16Fma(float* HWY_RESTRICT o, int64_t D, const float* alpha,
                                                const float* HWY_RESTRICT p, int64_t nb, const uint8_t* const* vrow,
-                                               int64_t c0, const uint8_t* const* knext, L2LineStream& pf) {
+                                               int64_t c0, const uint8_t* const* knext, L2LineStream& pf,
+                                               const Fp8Lut& lut) {
   __m512 acc[4][4];
   for (int r = 0; r < 4; ++r) {
     const __m512 a = _mm512_set1_ps(alpha[r]);
@@ -273,11 +353,14 @@ RPA_FAST_BF16G_ATTR HWY_INLINE void PVBf16Fma(float* HWY_RESTRICT o, int64_t D, 
   }
   const __m512i hi = _mm512_set1_epi32(int(0xFFFF0000u));
   for (int64_t j = 0; j < nb; ++j) {
-    __builtin_prefetch(knext[j] + 2 * c0, 0, 3), __builtin_prefetch(knext[j] + 2 * c0 + 64, 0, 3);
-    pf.Next();
-    pf.Next();
-    const __m512i a = _mm512_loadu_si512(vrow[j] + 2 * c0);
-    const __m512i b = _mm512_loadu_si512(vrow[j] + 2 * c0 + 64);
+    for (int l = 0; l < kE; ++l) __builtin_prefetch(knext[j] + kE * c0 + 64 * l, 0, 3), pf.Next();
+    __m512i a, b;
+    if constexpr (kE == 1) {
+      Fp8Words(lut, vrow[j] + c0, a, b);
+    } else {
+      a = _mm512_loadu_si512(vrow[j] + 2 * c0);
+      b = _mm512_loadu_si512(vrow[j] + 2 * c0 + 64);
+    }
     __m512 vv[4];
     vv[0] = _mm512_castsi512_ps(_mm512_slli_epi32(a, 16));
     vv[1] = _mm512_castsi512_ps(_mm512_and_si512(a, hi));
@@ -332,11 +415,16 @@ inline int64_t NextItemFirstBlock(const KernelCtx& c, ItemAhead& ahead, int64_t 
 // one's first block into L2. `ahead`: the thread's claim on its next item, whose first block the last block streams in (VDPBF16PS
 // path only: the FMA path was measured on the Xeon, where streaming the
 // next unclaimed item's first block was slower; this claimed one is not
-// measured there).
+// measured there). kE: bytes a KV element (2: bfloat16; 1: 8-bit float).
+template <int kE>
 RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0,
                                    int64_t k1, float* partial, Scratch& sc, bool first_streamed,
                                    ItemAhead& ahead) {
   const int64_t D = c.head_dim;
+  const Fp8Lut lut = kE == 1 ? LoadFp8Lut(fp8_bf16_table(c.kv_dtype)) : Fp8Lut{};
+  // head_dim <= 1024 fits the stack buffer; larger rows use the K scratch.
+  HWY_ALIGN float row[1024];
+  float* ordered = D <= 1024 ? row : sc.kbuf.get();
   const GroupState g = StartGroup(c, s, nh, k0, k1, sc);
   const int64_t R = g.R, NG = g.NG;
   const TileKeys& keys = g.keys;
@@ -344,7 +432,7 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
 
   // q rows as QKStepBf16 reads them: bfloat16 pairs (one word per two
   // dims) when q's values are bfloat16, else float32 in even/odd order per
-  // 32-element chunk. o zeroed.
+  // 32-element chunk; for 8-bit KV, of q's dims in Fp8Dim order. o zeroed.
   const bool dot = c.bf16_dot;
   const bool q_pairs = dot && c.q_dtype == DType::kBFloat16;
   float* qa = sc.qt.get();  // [nh][NG * 4][D]
@@ -354,6 +442,10 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   for (int64_t h = 0; h < nh; ++h)
     for (int64_t r = 0; r < R; ++r) {
       const float* q = QRow(c, s, h0 + h, r);
+      if constexpr (kE == 1) {
+        for (int64_t i = 0; i < D; ++i) ordered[i] = q[i / 64 * 64 + Fp8Dim(i % 64)];
+        q = ordered;
+      }
       float* dst = qa + h * rows_stride + r * D;
       if (q_pairs) {
         uint32_t* w = reinterpret_cast<uint32_t*>(dst);
@@ -372,7 +464,7 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   float* sa = sc.st.get();                                   // [keys][4] probabilities of a group
   uint32_t* pw = reinterpret_cast<uint32_t*>(sc.lsum.get());  // [key pairs][4] bfloat16 pairs
 
-  const int64_t row_bytes = D * 2;
+  const int64_t row_bytes = D * kE;
   const uint8_t* zero = reinterpret_cast<const uint8_t*>(sc.zero.get());
   // Prefetch, three streams, each spread over a loop:
   //  * the next block (every head's K and V rows of a token are contiguous
@@ -392,7 +484,7 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   // vs 0.91 ms with q float32, 0.70 vs 0.97 ms with q bfloat16. Two blocks
   // ahead, or the L1 streams dropped, measured slower.
   const int64_t token_bytes = Bf16TokenBytes(c, nh);  // a multiple of 256 bytes (head_dim % 64 == 0)
-  const int64_t BK = dot ? kBf16DotBlockKeys : kBf16BlockKeys;  // keys per block
+  const int64_t BK = dot ? (kE == 1 ? kFp8DotBlockKeys : kBf16DotBlockKeys) : kBf16BlockKeys;  // keys per block
   const uint8_t* tok_bufs[2][kBf16BlockKeys];
   const uint8_t** tok = tok_bufs[0];       // the block's tokens
   const uint8_t** tok_next = tok_bufs[1];  // the next block's
@@ -438,11 +530,11 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
         for (int64_t t = 0; t < (NG == 1 ? 4 : 2); ++t) kt[t] = t0 + t < nb ? tok[t0 + t] + hoff : zero;
         float* sdst = sa + (h * NG * kBf16BlockKeys + t0) * 4;
         if (NG == 1) {
-          if (q_pairs) QKStepBf16<4, 4, true>(qh, D, kt, sdst, pf);
-          else QKStepBf16<4, 4, false>(qh, D, kt, sdst, pf);
+          if (q_pairs) QKStepBf16<4, 4, true, kE>(qh, D, kt, sdst, pf, lut);
+          else QKStepBf16<4, 4, false, kE>(qh, D, kt, sdst, pf, lut);
         } else {
-          if (q_pairs) QKStepBf16<2, 8, true>(qh, D, kt, sdst, pf);
-          else QKStepBf16<2, 8, false>(qh, D, kt, sdst, pf);
+          if (q_pairs) QKStepBf16<2, 8, true, kE>(qh, D, kt, sdst, pf, lut);
+          else QKStepBf16<2, 8, false, kE>(qh, D, kt, sdst, pf, lut);
         }
       }
       // The next head step's K rows (the next block's first head after the
@@ -460,24 +552,28 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
         float* oh = o + h * rows_stride + gi * 4 * D;
         if (dot) {
           PairProbabilities(sg, nb8, pw);
-          for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Kv(oh, D, alpha, pw, nb8 / 2, vr, c0, knext, pf);
+          for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Kv<kE>(oh, D, alpha, pw, nb8 / 2, vr, c0, knext, pf, lut);
         } else {
-          for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Fma(oh, D, alpha, sg, nb, vr, c0, knext, pf);
+          for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Fma<kE>(oh, D, alpha, sg, nb, vr, c0, knext, pf, lut);
         }
       }
       pf.Rest();
     }
     std::swap(tok, tok_next);
   }
-  // head_dim <= 1024 fits the stack buffer; larger rows use the K scratch.
-  HWY_ALIGN float row[1024];
-  float* ordered = D <= 1024 ? row : sc.kbuf.get();
   FinishGroup(c, s, g, h0, nh, partial, [&](int64_t h, int64_t r) {
     const float* acc = o + h * rows_stride + r * D;
     if (dot) {
       UnpermuteRow(acc, D, ordered);
     } else {
       UnpermuteEvenOdd(acc, D, ordered);
+    }
+    if constexpr (kE == 1) {  // from Fp8Dim order, 64 dims at a time
+      float chunk[64];
+      for (int64_t c0 = 0; c0 < D; c0 += 64) {
+        std::memcpy(chunk, ordered + c0, sizeof chunk);
+        for (int64_t i = 0; i < 64; ++i) ordered[c0 + Fp8Dim(i)] = chunk[i];
+      }
     }
     return static_cast<const float*>(ordered);
   });
@@ -486,7 +582,22 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
 inline bool RunBf16Group(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1,
                          float* partial, Scratch& sc, bool first_streamed, ItemAhead& ahead) {
   if (!Bf16GroupTakes(c, s)) return false;
-  GroupBf16(c, s, h0, nh, k0, k1, partial, sc, first_streamed, ahead);
+  if (c.kv_elem_bytes == 1) {
+    GroupBf16<1>(c, s, h0, nh, k0, k1, partial, sc, first_streamed, ahead);
+  } else {
+    GroupBf16<2>(c, s, h0, nh, k0, k1, partial, sc, first_streamed, ahead);
+  }
+  return true;
+}
+
+// Test hook: 64 values of 8-bit float KV as the item reads them (Fp8Words;
+// words[p] holds element Fp8Dim(p)). False where the CPU lacks the item's
+// instructions.
+RPA_FAST_BF16G_ATTR inline bool Fp8WordsOfTarget(DType kv, const uint8_t* src, uint16_t* words) {
+  if (!has_bf16_dot() || !has_byte_permute() || !has_fp8_bf16_table(kv)) return false;
+  __m512i w[2];
+  Fp8Words(LoadFp8Lut(fp8_bf16_table(kv)), src, w[0], w[1]);
+  std::memcpy(words, w, sizeof w);
   return true;
 }
 
@@ -496,6 +607,7 @@ inline bool RunBf16Group(const KernelCtx&, const SeqPlan&, int64_t, int64_t, int
                          ItemAhead&) {
   return false;
 }
+inline bool Fp8WordsOfTarget(DType, const uint8_t*, uint16_t*) { return false; }
 #endif  // AVX3
 
 }  // namespace rpa::fast::HWY_NAMESPACE

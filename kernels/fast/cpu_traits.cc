@@ -12,6 +12,15 @@ bool has_bf16_dot() {
 #endif
 }
 
+bool has_byte_permute() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool has = __builtin_cpu_supports("avx512vbmi");
+  return has;
+#else
+  return false;
+#endif
+}
+
 bool bf16_dot_is_fast() {
 #if defined(__x86_64__) || defined(__i386__)
   static const bool fast = has_bf16_dot() && __builtin_cpu_is("amd");

@@ -16,4 +16,9 @@ bool bf16_dot_is_fast();
 // True where the CPU has the instruction at all.
 bool has_bf16_dot();
 
+// True where the CPU has AVX512-VBMI (VPERMT2B, the byte lookup that reads
+// 8-bit float KV as bfloat16 words in the decode item). Every CPU with
+// AVX512-BF16 has it but Intel's Cooper Lake.
+bool has_byte_permute();
+
 }  // namespace rpa::fast

@@ -55,8 +55,9 @@ struct KernelCtx {
   float k_scale = 1.0f, v_scale = 1.0f;
   float* out = nullptr;  // [num_tokens, num_q_heads, head_dim]
   bool bf16_dot = false;  // the VDPBF16PS paths may run (Options::bf16_dot, resolved)
-  // The bfloat16-KV decode item (GroupBf16) may run: the CPU has
-  // AVX512-BF16 (the item is compiled for it) and Options::bf16_decode_item.
+  // The decode item for bfloat16 and 8-bit float KV (GroupBf16) may run:
+  // the CPU has AVX512-BF16 and AVX512-VBMI (the item is compiled for
+  // both) and Options::bf16_decode_item.
   bool bf16_item = false;
 };
 

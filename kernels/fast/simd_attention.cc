@@ -97,6 +97,15 @@ void ConvertRowForTest(DType kv, DType q, bool scaled, float scale, const uint8_
   for (int64_t i = 0; i < n; ++i) dst[i] = buf[i];
 }
 
+bool Fp8WordsForTest(DType kv, const uint8_t* src, uint16_t* words) {
+#if HWY_TARGET != HWY_SCALAR
+  return Fp8WordsOfTarget(kv, src, words);
+#else
+  (void)kv, (void)src, (void)words;
+  return false;
+#endif
+}
+
 void RoundValues(DType q, const float* src, int64_t n, float* dst) {
   const DF df;
   const size_t N = hn::Lanes(df);
@@ -137,6 +146,7 @@ HWY_EXPORT(GroupRowsOfTarget);
 HWY_EXPORT(TileRowsOfTarget);
 HWY_EXPORT(RunPlan);
 HWY_EXPORT(ConvertRowForTest);
+HWY_EXPORT(Fp8WordsForTest);
 HWY_EXPORT(RoundValues);
 HWY_EXPORT(MaxAbsBits);
 
@@ -147,6 +157,9 @@ const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(NameOfTarget)(); }
 void run_plan(const Plan& plan, int threads) { HWY_DYNAMIC_DISPATCH(RunPlan)(&plan, threads); }
 void convert_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, int64_t n, float* dst) {
   HWY_DYNAMIC_DISPATCH(ConvertRowForTest)(kv, q, scaled, scale, src, n, dst);
+}
+bool fp8_words_for_test(DType kv, const uint8_t* src, uint16_t* words) {
+  return HWY_DYNAMIC_DISPATCH(Fp8WordsForTest)(kv, src, words);
 }
 uint32_t max_abs_bits(const float* p, int64_t n) { return HWY_DYNAMIC_DISPATCH(MaxAbsBits)(p, n); }
 void round_values(DType q, const float* src, int64_t n, float* dst) {

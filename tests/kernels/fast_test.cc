@@ -64,6 +64,29 @@ TEST(FastConvert, EveryPatternOfEverySmallDtypeDecodesAsTheDtypeModel) {
   }
 }
 
+// The decode item reads 8-bit float KV as bfloat16 words looked up byte by
+// byte, interleaved in VPUNPCK{L,H}BW's order: word 8j + i of the first
+// vector is element 16j + i, of the second element 16j + 8 + i, per 128-bit
+// block j. Every pattern (four lines of 64) against the dtype model.
+TEST(FastConvert, EveryPatternOfEightBitFloatKvReadsAsTheDecodeItemsBfloat16Words) {
+  for (DType d : {DType::kFloat8E4M3FN, DType::kFloat8E5M2}) {
+    for (uint32_t line = 0; line < 4; ++line) {
+      uint8_t bytes[64];
+      for (uint32_t e = 0; e < 64; ++e) bytes[e] = uint8_t(line * 64 + (e * 37 + 11) % 64);  // shuffled in the line
+      uint16_t words[64];
+      if (!fp8_words_for_test(d, bytes, words)) GTEST_SKIP() << "no AVX512-BF16 and AVX512-VBMI decode item here";
+      for (uint32_t v = 0; v < 2; ++v)
+        for (uint32_t j = 0; j < 4; ++j)
+          for (uint32_t i = 0; i < 8; ++i) {
+            const uint32_t elem = 16 * j + 8 * v + i, bits = bytes[elem];
+            const float got = decode(DType::kBFloat16, words[32 * v + 8 * j + i]);
+            ASSERT_TRUE(same_value(got, decode(d, bits)) && std::signbit(got) == std::signbit(decode(d, bits)))
+                << dtype_name(d) << " pattern " << bits << ": " << got << " vs " << decode(d, bits);
+          }
+    }
+  }
+}
+
 TEST(FastConvert, Float32RowsAreCopied) {
   std::vector<float> v = {1.5f, -0.0f, kNaN, std::numeric_limits<float>::infinity(), 1e-45f, 3.0f, -7.25f};
   std::vector<float> got(v.size());
@@ -658,19 +681,20 @@ TestCase decode_batch(std::mt19937& rng, DType q_dtype, DType kv_dtype, int64_t 
   return c;
 }
 
-// Decode batches over bfloat16 KV (the VDPBF16PS decode item where the CPU
-// has it, and the float32 group item): every head-group shape they take (4
-// or 8 rows a KV head), one to eight KV heads an item, key counts off every
-// block multiple, sequences split into key chunks; windows, soft caps and a
-// small mask value.
-TEST(FastEdges, Bfloat16KvDecodeBatchesOfEveryHeadShape) {
+// Decode batches over bfloat16 and 8-bit float KV (the decode item where
+// the CPU has AVX512-BF16, on both of its paths, and the float32 group
+// item): every head-group shape they take (4 or 8 rows a KV head), one to
+// eight KV heads an item, key counts off every block multiple, sequences
+// split into key chunks; windows, soft caps and a small mask value.
+TEST(FastEdges, DecodeItemBatchesOfEveryHeadShapeAndKvDtype) {
   std::mt19937 rng(77);
   const std::vector<int64_t> kv_lens{1, 5, 17, 64, 333, 700};
+  for (DType kv : {DType::kBFloat16, DType::kFloat8E4M3FN, DType::kFloat8E5M2})
   for (DType q : {DType::kFloat32, DType::kBFloat16})
     for (const auto& [Hkv, G, q_len] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
              {8, 4, 1}, {8, 4, 2}, {3, 8, 1}, {1, 4, 1}, {2, 2, 2}, {5, 1, 4}}) {
       for (const Bf16Mode& mode : kBf16Modes) {
-        TestCase c = decode_batch(rng, q, DType::kBFloat16, Hkv, G, q_len, kv_lens);
+        TestCase c = decode_batch(rng, q, kv, Hkv, G, q_len, kv_lens);
         c.threads = int(1 + rng() % 3);
         SCOPED_TRACE(describe(c) + " G=" + std::to_string(G) + " q_len=" + std::to_string(q_len) + " " + mode.name);
         const Options opt = with_bf16_mode(mode);
