@@ -709,6 +709,60 @@ TEST(FastEdges, DecodeItemBatchesOfEveryHeadShapeAndKvDtype) {
     }
 }
 
+// Non-finite KV through the decode item, as the reference
+// (ref_ragged_paged_attention, kernel.py:132-145) has it: a NaN key inside
+// kv_len makes its scores NaN, and `attn += where(mask, mask_value, 0)`
+// keeps them NaN even where masked, so softmax turns the whole row NaN; a
+// masked key's probability is exactly 0, and 0 x Inf in the p.v einsum is
+// NaN, so an Inf in a masked key's V makes that one dim NaN; a NaN in an
+// attended key's V makes that dim NaN. Everything else is the clean case's
+// answer, within its bound.
+TEST(FastEdges, NonFiniteKvInTheDecodeItemPoisonsWhatTheReferencePoisons) {
+  std::mt19937 rng(113);
+  constexpr int64_t Hkv = 2, G = 4;
+  for (DType kv : {DType::kBFloat16, DType::kFloat8E4M3FN, DType::kFloat8E5M2})
+    for (DType q : {DType::kFloat32, DType::kBFloat16})
+      for (const Bf16Mode& mode : kBf16Modes) {
+        TestCase c = decode_batch(rng, q, kv, Hkv, G, 1, {90, 40, 17});
+        c.has_window = true;
+        c.window = 30;  // seq 0 (q_span 89) masks keys 0..59, seq 1 (q_span 39) keys 0..9, seq 2 none
+        const Truth clean = truth_of(c);
+        const bool has_inf = kv != DType::kFloat8E4M3FN;
+        auto slot = [&](int64_t seq, int64_t key) { return std::pair{c.page_indices[seq * c.pps + key / c.ps], key % c.ps}; };
+        std::vector<uint8_t> nan_expected(clean.out.size(), 0);
+        auto expect_nan = [&](int64_t seq, int64_t g, int64_t d) {  // q_len 1: row = seq
+          for (int64_t h = g * G; h < (g + 1) * G; ++h)
+            for (int64_t e = 0; e < c.D; ++e)
+              if (d < 0 || e == d) nan_expected[size_t((seq * c.Hq + h) * c.D + e)] = 1;
+        };
+        {
+          const auto [page, s] = slot(0, 5);  // masked by the window
+          c.kv_at(page, s, 2 * 1, 7) = kNaN;  // K of KV head 1
+          expect_nan(0, 1, -1);
+        }
+        {
+          const auto [page, s] = slot(2, 3);  // attended
+          c.kv_at(page, s, 2 * 0 + 1, 11) = kNaN;  // V of KV head 0
+          expect_nan(2, 0, 11);
+        }
+        if (has_inf) {
+          const auto [page, s] = slot(1, 3);  // masked by the window
+          c.kv_at(page, s, 2 * 1 + 1, 20) = std::numeric_limits<float>::infinity();  // V of KV head 1
+          expect_nan(1, 1, 20);
+        }
+        SCOPED_TRACE(describe(c) + " " + mode.name);
+        const std::vector<float> got = run_fast(c, with_bf16_mode(mode));
+        for (size_t o = 0; o < clean.out.size(); ++o) {
+          if (nan_expected[o]) {
+            ASSERT_TRUE(std::isnan(got[o])) << "element " << o << " should be NaN, is " << got[o];
+          } else {
+            ASSERT_LE(std::fabs(double(got[o]) - clean.out[o]), clean.bound[o])
+                << "element " << o << ": fast " << got[o] << " truth " << clean.out[o];
+          }
+        }
+      }
+}
+
 // A thread's item claims the thread's next one when its last block starts,
 // to stream that item's first block in (ItemAhead, GroupBf16); the thread
 // then runs the claimed item instead of taking one from the queue. Every
