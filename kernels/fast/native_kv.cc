@@ -58,10 +58,11 @@ NativeKv encode_kv(const rpa_problem& p, bool pad_slots) {
   kv.bytes.resize(static_cast<size_t>(slots * kv.slot_bytes));  // padding zeroed
   kv.nonfinite.assign(static_cast<size_t>(slots), 0);
   kv.k_absmax.assign(static_cast<size_t>(slots), 0.0f);
+  kv.v_absmax.assign(static_cast<size_t>(slots), 0.0f);
   for (int64_t s = 0; s < slots; ++s) {
     const float* src = p.kv_pages + s * per_slot;
     uint8_t* dst = kv.bytes.data() + s * kv.slot_bytes;
-    float kmax = 0.0f;
+    float kmax = 0.0f, vmax = 0.0f;
     bool bad = false;
     for (int64_t e = 0; e < per_slot; ++e) {
       const float x = src[e];
@@ -69,6 +70,8 @@ NativeKv encode_kv(const rpa_problem& p, bool pad_slots) {
         bad = true;
       } else if ((e / p.head_dim) % 2 == 0) {  // K lives at even combined heads
         kmax = std::fmax(kmax, std::fabs(x));
+      } else {
+        vmax = std::fmax(vmax, std::fabs(x));
       }
       switch (kv.elem_bytes) {
         case 4: std::memcpy(dst + 4 * e, &x, 4); break;
@@ -86,6 +89,7 @@ NativeKv encode_kv(const rpa_problem& p, bool pad_slots) {
     }
     kv.nonfinite[s] = bad ? 1 : 0;
     kv.k_absmax[s] = kmax;
+    kv.v_absmax[s] = vmax;
   }
   return kv;
 }

@@ -45,9 +45,11 @@ struct NativeKv {
   //   nonfinite[slot]: some K or V element of the slot is NaN or +-Inf (a
   //     NaN key inside kv_len, even a masked one, makes the reference's row
   //     NaN, so such a sequence is computed in full);
-  //   k_absmax[slot]: max |K element| over the slot's K heads (finite ones).
+  //   k_absmax[slot], v_absmax[slot]: max |element| over the slot's K heads
+  //     and over its V heads (finite ones); with k_scale / v_scale they also
+  //     tell whether a dequantized element can overflow to Inf.
   std::vector<uint8_t> nonfinite;
-  std::vector<float> k_absmax;
+  std::vector<float> k_absmax, v_absmax;
   // Bytes from one (page, token) slot to the next: its elements, padded by
   // one cache line where they fill a multiple of 2 KiB (native_slot_bytes).
   int64_t slot_bytes = 0;

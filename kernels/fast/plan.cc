@@ -35,11 +35,24 @@ bool masked_negligible(const KernelCtx& c, double q1max, double kmax) {
   return std::isfinite(s) && m + 2.0 * s < -150.0;
 }
 
+namespace {
+// A bound on |element| after dequantization of elements up to `absmax`
+// (x * scale in float32, then the cast to q's dtype: kernel.py:124-129),
+// padded for both roundings.
+double dequantized_max(const KernelCtx& c, double absmax, float scale) {
+  return absmax * std::fabs(double(scale)) * (1.0 + 4.0 * unit_roundoff(c.q_dtype) + 1e-6);
+}
+// Whether none of them can become Inf (false for a NaN or Inf scale).
+bool dequantized_max_finite(const KernelCtx& c, double absmax, float scale) {
+  return dequantized_max(c, absmax, scale) <= max_finite(c.q_dtype);
+}
+}  // namespace
+
 double raw_score_bound(const KernelCtx& c, double q1max, double kmax) {
   constexpr double kNone = std::numeric_limits<double>::infinity();
   if (c.has_k_scale) {
-    kmax *= std::fabs(double(c.k_scale)) * (1.0 + 4.0 * unit_roundoff(c.q_dtype) + 1e-6);
-    if (!(kmax <= max_finite(c.q_dtype))) return kNone;  // the cast to q's dtype could overflow
+    if (!dequantized_max_finite(c, kmax, c.k_scale)) return kNone;  // the cast to q's dtype could overflow
+    kmax = dequantized_max(c, kmax, c.k_scale);
   }
   // 1.01 covers the float32 rounding of sm_scale's product; head_dim * 2^-23
   // that of a dot product over head_dim terms (and of the L1 norm's sum).
@@ -206,16 +219,23 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
     // Skip proof, K side: the sequence's K statistics (kept with the cache).
     // Page by page: a page's slots are contiguous in the statistics.
     uint8_t nonfinite = 0;
-    float kmax_f = 0.0f;
+    float kmax_f = 0.0f, vmax_f = 0.0f;
     for (int64_t j0 = 0; j0 < s.num_keys; j0 += ps) {
       const int64_t base = int64_t(plan.pages[i * pps + j0 / ps]) * ps;
       const int64_t n_slots = std::min(ps, s.num_keys - j0);
       for (int64_t k = 0; k < n_slots; ++k) {
         nonfinite |= kv.nonfinite[size_t(base + k)];
         kmax_f = std::max(kmax_f, kv.k_absmax[size_t(base + k)]);
+        vmax_f = std::max(vmax_f, kv.v_absmax[size_t(base + k)]);
       }
     }
     const bool finite = nonfinite == 0;
+    // V side: with v_scale a finite V element can dequantize to Inf
+    // (kernel.py:128-129 casts v * v_scale to q's dtype), and a masked key's
+    // weight of exactly 0 times Inf is NaN in the reference's p.v einsum
+    // (kernel.py:145): such a sequence is computed in full too. (The K side
+    // is in raw_score_bound.)
+    const bool v_dequant_finite = !c.has_v_scale || dequantized_max_finite(c, vmax_f, c.v_scale);
     const double kmax = kmax_f;
     // Tiles find their keys from their first and last rows, which needs the
     // ranges to move monotonically: no int32 wraparound in q_span (or in
@@ -223,7 +243,7 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
     const bool monotone = int64_t(s.q_span0) + s.num_tokens <= std::numeric_limits<int32_t>::max() &&
                           (!c.has_sliding_window ||
                            int64_t(s.q_span0) - c.sliding_window >= std::numeric_limits<int32_t>::min());
-    s.skip_kv = allow_skip && finite && monotone;
+    s.skip_kv = allow_skip && finite && v_dequant_finite && monotone;
     s.kmax = kmax;
     s.k_finite = finite;
     // The q side: here for the few rows of a group sequence (its key chunks

@@ -933,5 +933,39 @@ TEST(FastEdges, MaxAbsBitsIsTheLargestMagnitudeAsAnInteger) {
   }
 }
 
+// A finite V element that v_scale takes past float32's range: the
+// reference casts v * v_scale to q's dtype (kernel.py:128-129), Inf, and a
+// masked key's weight of exactly 0 times Inf is NaN in its p.v einsum
+// (kernel.py:145), so that dim of the rows that see the key masked is NaN.
+// The cache's statistics of the raw values alone would let the kernel skip
+// the masked block. Every other element: the case's answer with that
+// element 0 (a masked key's weight is 0), within its bound.
+TEST(FastEdges, VScaleOverflowInAMaskedKeyIsNaNAsInTheReference) {
+  std::mt19937 rng(5);
+  for (DType kv : {DType::kBFloat16, DType::kFloat8E4M3FN, DType::kFloat8E5M2})
+    for (DType q : {DType::kFloat32, DType::kBFloat16}) {
+      TestCase c = decode_batch(rng, q, kv, 2, 4, 1, {90, 33});
+      c.has_window = true;
+      c.window = 30;  // seq 0 (q_span 89) masks keys 0..59
+      c.has_v_scale = true;
+      c.v_scale = 1e37f;  // random values (|x| <= 2) stay finite
+      const int64_t page = c.page_indices[0], slot = 5, d = 20;
+      c.kv_at(page, slot, 2 * 1 + 1, d) = 0.0f;  // V of KV head 1
+      const Truth clean = truth_of(c);
+      c.kv_at(page, slot, 2 * 1 + 1, d) = 448.0f;  // 4.48e39 after the scale
+      SCOPED_TRACE(describe(c));
+      const std::vector<float> got = run_fast(c);
+      for (size_t o = 0; o < clean.out.size(); ++o) {
+        const int64_t row = int64_t(o) / (c.Hq * c.D), h = int64_t(o) / c.D % c.Hq;
+        if (row == 0 && h / 4 == 1 && int64_t(o) % c.D == d) {
+          ASSERT_TRUE(std::isnan(got[o])) << "element " << o << " should be NaN, is " << got[o];
+        } else {
+          ASSERT_LE(std::fabs(double(got[o]) - clean.out[o]), clean.bound[o])
+              << "element " << o << ": fast " << got[o] << " truth " << clean.out[o];
+        }
+      }
+    }
+}
+
 }  // namespace
 }  // namespace rpa::fast
