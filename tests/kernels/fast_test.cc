@@ -967,5 +967,53 @@ TEST(FastEdges, VScaleOverflowInAMaskedKeyIsNaNAsInTheReference) {
     }
 }
 
+// The K side: a K element that k_scale takes to Inf in a masked key gives
+// that key the score q[d] * Inf (kernel.py:124-132): +Inf where q[d] > 0,
+// and softmax over a +Inf score is NaN for the whole row (Inf - Inf);
+// -Inf where q[d] < 0, a weight of 0 for a key that had none anyway; and
+// 0 * Inf = NaN where q is 0, which also makes the row NaN. Sequence 1's q
+// is all 0, so the magnitudes alone (|q| * max |k|) cannot rule out the
+// skip there. Every other element: the case's answer with those elements
+// 0, within its bound.
+TEST(FastEdges, KScaleOverflowInAMaskedKeyPoisonsTheRowsTheReferencePoisons) {
+  std::mt19937 rng(6);
+  for (DType kv : {DType::kBFloat16, DType::kFloat8E4M3FN, DType::kFloat8E5M2})
+    for (DType q : {DType::kFloat32, DType::kBFloat16}) {
+      TestCase c = decode_batch(rng, q, kv, 2, 4, 1, {90, 33});
+      c.has_window = true;
+      c.window = 30;  // seq 0 (q_span 89) masks keys 0..59
+      c.has_k_scale = true;
+      // 448 * 8e35 > FLT_MAX; the random values (|x| <= 2) and their dot
+      // products with q stay far below it.
+      c.k_scale = 8e35f;
+      const int64_t page = c.page_indices[0], slot = 5, d = 20;
+      const int64_t page1 = c.page_indices[1 * c.pps], slot1 = 1;  // seq 1 (q_span 32) masks keys 0..2
+      std::fill(c.q.begin() + c.Hq * c.D, c.q.begin() + 2 * c.Hq * c.D, 0.0f);
+      c.kv_at(page, slot, 2 * 1, d) = 0.0f;  // K of KV head 1
+      c.kv_at(page1, slot1, 2 * 1, d) = 0.0f;
+      const Truth clean = truth_of(c);
+      c.kv_at(page, slot, 2 * 1, d) = 448.0f;  // 3.6e38 after the scale: Inf
+      c.kv_at(page1, slot1, 2 * 1, d) = 448.0f;
+      SCOPED_TRACE(describe(c));
+      const std::vector<float> got = run_fast(c);
+      int nan_rows = 0;
+      for (size_t o = 0; o < clean.out.size(); ++o) {
+        const int64_t row = int64_t(o) / (c.Hq * c.D), h = int64_t(o) / c.D % c.Hq;
+        const float qd = c.q[size_t((row * c.Hq + h) * c.D + d)];
+        if (h / 4 == 1 && (row == 1 || qd > 0.0f)) {
+          ASSERT_TRUE(std::isnan(got[o])) << "element " << o << " should be NaN, is " << got[o];
+          nan_rows += row == 0 && int64_t(o) % c.D == 0;
+        } else if (row == 0 && h / 4 == 1 && qd == 0.0f) {
+          continue;  // 0 * Inf in sequence 0 as well; not drawn there
+        } else {
+          ASSERT_LE(std::fabs(double(got[o]) - clean.out[o]), clean.bound[o])
+              << "element " << o << ": fast " << got[o] << " truth " << clean.out[o];
+        }
+      }
+      EXPECT_GT(nan_rows, 0);  // sequence 0's draw has a q head with q[d] > 0
+      EXPECT_LT(nan_rows, 4);  // and one with q[d] < 0
+    }
+}
+
 }  // namespace
 }  // namespace rpa::fast
