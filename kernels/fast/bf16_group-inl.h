@@ -22,11 +22,13 @@
 //    takes FMAs for bfloat16 q too. No VDPBF16PS runs on this path.
 //  * the online softmax state lives in vectors of the score layout (lane
 //    i: row i % 4 of a group of 4, key i / 4 of the register block).
-//  * float8_e4m3fn and float8_e5m2 KV (no scales) take the same item:
-//    every value of theirs is a bfloat16 value, so 64 bytes become two
-//    vectors of bfloat16 words by two byte lookups (VPERMT2B: the word's
-//    high and low byte of the magnitude), the sign bit or'ed in and the
-//    bytes interleaved (VPUNPCK{L,H}BW) - exact, NaN and Inf included.
+//  * float8_e4m3fn and float8_e5m2 KV take the same item: every value of
+//    theirs is a bfloat16 value, so 64 bytes become two vectors of
+//    bfloat16 words by two byte lookups (VPERMT2B: the word's high and low
+//    byte of the magnitude), the sign bit xor'ed in and the bytes
+//    interleaved (VPUNPCK{L,H}BW) - exact, NaN and Inf included. With
+//    k_scale / v_scale and bfloat16 q the tables hold the dequantised
+//    values (fp8_bf16_table), bfloat16 values as well.
 //    The interleave leaves the words in an order of its own (Fp8Dim); q
 //    is stored in that order and the accumulator put back at the end. Half
 //    the bytes of bfloat16 KV for five operations per 64 values.
@@ -94,8 +96,10 @@ static_assert(kBf16BlockKeys / 2 * 4 <= kMaxRowsA * kGroupHeads, "lsum holds the
 inline constexpr int64_t kFirstBurstTokens = 8;
 
 inline bool Bf16GroupApplies(const KernelCtx& c) {
-  return c.bf16_item && (c.kv_dtype == DType::kBFloat16 || has_fp8_bf16_table(c.kv_dtype)) && !c.has_k_scale && !c.has_v_scale && c.head_dim > 0 &&
-         c.head_dim % 64 == 0 && hn::Lanes(DF()) == 16;
+  const bool scaled = c.has_k_scale || c.has_v_scale;
+  const bool kv_ok = has_fp8_bf16_table(c.kv_dtype) ? !scaled || fp8_scale_in_table(c.q_dtype)
+                                                     : c.kv_dtype == DType::kBFloat16 && !scaled;
+  return c.bf16_item && kv_ok && c.head_dim > 0 && c.head_dim % 64 == 0 && hn::Lanes(DF()) == 16;
 }
 
 // Bytes of a token's K and V rows of `heads` KV heads (contiguous in its slot).
@@ -117,7 +121,7 @@ RPA_FAST_BF16G_ATTR HWY_INLINE Fp8Lut LoadFp8Lut(const Fp8Bf16Table& t) {
 RPA_FAST_BF16G_ATTR HWY_INLINE void Fp8Words(const Fp8Lut& t, const uint8_t* p, __m512i& w0, __m512i& w1) {
   const __m512i b = _mm512_loadu_si512(p);
   // VPERMT2B reads the low 7 bits of each index byte: the magnitude.
-  const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(t.hi0, b, t.hi1), b, t.sign, 0xF8);  // | sign
+  const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(t.hi0, b, t.hi1), b, t.sign, 0x78);  // ^ sign
   const __m512i lo = _mm512_permutex2var_epi8(t.lo0, b, t.lo1);
   w0 = _mm512_unpacklo_epi8(lo, hi);
   w1 = _mm512_unpackhi_epi8(lo, hi);
@@ -421,7 +425,8 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
                                    int64_t k1, float* partial, Scratch& sc, bool first_streamed,
                                    ItemAhead& ahead) {
   const int64_t D = c.head_dim;
-  const Fp8Lut lut = kE == 1 ? LoadFp8Lut(fp8_bf16_table(c.kv_dtype)) : Fp8Lut{};
+  const Fp8Lut klut = kE == 1 ? LoadFp8Lut(c.k_fp8) : Fp8Lut{};
+  const Fp8Lut vlut = kE == 1 ? LoadFp8Lut(c.v_fp8) : Fp8Lut{};
   // head_dim <= 1024 fits the stack buffer; larger rows use the K scratch.
   HWY_ALIGN float row[1024];
   float* ordered = D <= 1024 ? row : sc.kbuf.get();
@@ -530,11 +535,11 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
         for (int64_t t = 0; t < (NG == 1 ? 4 : 2); ++t) kt[t] = t0 + t < nb ? tok[t0 + t] + hoff : zero;
         float* sdst = sa + (h * NG * kBf16BlockKeys + t0) * 4;
         if (NG == 1) {
-          if (q_pairs) QKStepBf16<4, 4, true, kE>(qh, D, kt, sdst, pf, lut);
-          else QKStepBf16<4, 4, false, kE>(qh, D, kt, sdst, pf, lut);
+          if (q_pairs) QKStepBf16<4, 4, true, kE>(qh, D, kt, sdst, pf, klut);
+          else QKStepBf16<4, 4, false, kE>(qh, D, kt, sdst, pf, klut);
         } else {
-          if (q_pairs) QKStepBf16<2, 8, true, kE>(qh, D, kt, sdst, pf, lut);
-          else QKStepBf16<2, 8, false, kE>(qh, D, kt, sdst, pf, lut);
+          if (q_pairs) QKStepBf16<2, 8, true, kE>(qh, D, kt, sdst, pf, klut);
+          else QKStepBf16<2, 8, false, kE>(qh, D, kt, sdst, pf, klut);
         }
       }
       // The next head step's K rows (the next block's first head after the
@@ -552,9 +557,9 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
         float* oh = o + h * rows_stride + gi * 4 * D;
         if (dot) {
           PairProbabilities(sg, nb8, pw);
-          for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Kv<kE>(oh, D, alpha, pw, nb8 / 2, vr, c0, knext, pf, lut);
+          for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Kv<kE>(oh, D, alpha, pw, nb8 / 2, vr, c0, knext, pf, vlut);
         } else {
-          for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Fma<kE>(oh, D, alpha, sg, nb, vr, c0, knext, pf, lut);
+          for (int64_t c0 = 0; c0 < D; c0 += 64) PVBf16Fma<kE>(oh, D, alpha, sg, nb, vr, c0, knext, pf, vlut);
         }
       }
       pf.Rest();
@@ -591,12 +596,13 @@ inline bool RunBf16Group(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64
 }
 
 // Test hook: 64 values of 8-bit float KV as the item reads them (Fp8Words;
-// words[p] holds element Fp8Dim(p)). False where the CPU lacks the item's
-// instructions.
-RPA_FAST_BF16G_ATTR inline bool Fp8WordsOfTarget(DType kv, const uint8_t* src, uint16_t* words) {
+// words[p] holds element Fp8Dim(p)), with `scale` folded in where `scaled`.
+// False where the CPU lacks the item's instructions.
+RPA_FAST_BF16G_ATTR inline bool Fp8WordsOfTarget(DType kv, bool scaled, float scale, const uint8_t* src,
+                                                 uint16_t* words) {
   if (!has_bf16_dot() || !has_byte_permute() || !has_fp8_bf16_table(kv)) return false;
   __m512i w[2];
-  Fp8Words(LoadFp8Lut(fp8_bf16_table(kv)), src, w[0], w[1]);
+  Fp8Words(LoadFp8Lut(fp8_bf16_table(kv, scaled, scale)), src, w[0], w[1]);
   std::memcpy(words, w, sizeof w);
   return true;
 }
@@ -607,7 +613,7 @@ inline bool RunBf16Group(const KernelCtx&, const SeqPlan&, int64_t, int64_t, int
                          ItemAhead&) {
   return false;
 }
-inline bool Fp8WordsOfTarget(DType, const uint8_t*, uint16_t*) { return false; }
+inline bool Fp8WordsOfTarget(DType, bool, float, const uint8_t*, uint16_t*) { return false; }
 #endif  // AVX3
 
 }  // namespace rpa::fast::HWY_NAMESPACE

@@ -1,4 +1,4 @@
-// The bfloat16 bit pattern of every 8-bit float KV value, for the decode item's byte lookups (VPERMT2B).
+// The bfloat16 bit pattern of every 8-bit float KV value (dequantised where the scale allows), for the decode item's byte lookups (VPERMT2B).
 #pragma once
 
 #include <cstdint>
@@ -11,9 +11,10 @@ namespace rpa::fast {
 // mantissa bits, exponents within bfloat16's normal range), so the decode
 // item reads 8-bit KV as bfloat16 words looked up byte by byte: `hi` and
 // `lo` hold the high and low byte of the word of magnitude m (the byte
-// without its sign bit, 0..127). The sign bit carries over unchanged (the
-// high bit of the word), which holds for these two formats, whose byte
-// b | 0x80 is the negation of b (NaN included).
+// without its sign bit, 0..127). The byte's sign bit flips the word's
+// (XOR), which holds for these two formats, whose byte b | 0x80 is the
+// negation of b (NaN included), and for a scaled table too, as rounding
+// to nearest even is symmetric: round(-x * s) = -round(x * s).
 struct Fp8Bf16Table {
   alignas(64) uint8_t hi[128];
   alignas(64) uint8_t lo[128];
@@ -22,8 +23,16 @@ struct Fp8Bf16Table {
 // Whether `kv` is read through the table: float8_e4m3fn and float8_e5m2.
 bool has_fp8_bf16_table(DType kv);
 
-// The table of `kv` (has_fp8_bf16_table), built once from the dtype model
-// (decode, then encode as bfloat16, which is exact for these values).
-const Fp8Bf16Table& fp8_bf16_table(DType kv);
+// Whether a k_scale / v_scale can be folded into the table: the reference
+// dequantises to q's dtype (x.astype(f32) * scale, then .astype(q.dtype):
+// kernel.py:124-129), a bfloat16 value only where q is bfloat16.
+inline bool fp8_scale_in_table(DType q) { return q == DType::kBFloat16; }
+
+// The table of `kv` (has_fp8_bf16_table): its values (built once from the
+// dtype model, decode then encode as bfloat16, checked exact), or with
+// `scaled` (fp8_scale_in_table), each value times `scale` in float32 then
+// rounded to bfloat16 as the reference dequantises - Inf where that
+// overflows, NaN from NaN. Built per call when scaled (256 entries).
+Fp8Bf16Table fp8_bf16_table(DType kv, bool scaled = false, float scale = 1.0f);
 
 }  // namespace rpa::fast

@@ -159,6 +159,11 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
   c.has_v_scale = p.has_v_scale != 0;
   c.k_scale = p.k_scale;
   c.v_scale = p.v_scale;
+  if (has_fp8_bf16_table(c.kv_dtype)) {
+    const bool in_table = fp8_scale_in_table(c.q_dtype);
+    c.k_fp8 = fp8_bf16_table(c.kv_dtype, in_table && c.has_k_scale, c.k_scale);
+    c.v_fp8 = fp8_bf16_table(c.kv_dtype, in_table && c.has_v_scale, c.v_scale);
+  }
   c.out = out;
 
   const int64_t T = p.num_tokens, Hq = p.num_q_heads;

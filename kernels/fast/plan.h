@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/fast/fp8_bf16_table.h"
 #include "kernels/fast/native_kv.h"
 #include "oracle/dtype.h"
 #include "rpa/rpa.h"
@@ -53,6 +54,9 @@ struct KernelCtx {
   int64_t sliding_window = 0;
   bool has_k_scale = false, has_v_scale = false;
   float k_scale = 1.0f, v_scale = 1.0f;
+  // 8-bit float KV: K's and V's bytes as the decode item reads them
+  // (fp8_bf16_table), the scale folded in where fp8_scale_in_table.
+  Fp8Bf16Table k_fp8{}, v_fp8{};
   float* out = nullptr;  // [num_tokens, num_q_heads, head_dim]
   bool bf16_dot = false;  // the VDPBF16PS paths may run (Options::bf16_dot, resolved)
   // The decode item for bfloat16 and 8-bit float KV (GroupBf16) may run:

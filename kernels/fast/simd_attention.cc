@@ -97,11 +97,11 @@ void ConvertRowForTest(DType kv, DType q, bool scaled, float scale, const uint8_
   for (int64_t i = 0; i < n; ++i) dst[i] = buf[i];
 }
 
-bool Fp8WordsForTest(DType kv, const uint8_t* src, uint16_t* words) {
+bool Fp8WordsForTest(DType kv, bool scaled, float scale, const uint8_t* src, uint16_t* words) {
 #if HWY_TARGET != HWY_SCALAR
-  return Fp8WordsOfTarget(kv, src, words);
+  return Fp8WordsOfTarget(kv, scaled, scale, src, words);
 #else
-  (void)kv, (void)src, (void)words;
+  (void)kv, (void)scaled, (void)scale, (void)src, (void)words;
   return false;
 #endif
 }
@@ -158,8 +158,8 @@ void run_plan(const Plan& plan, int threads) { HWY_DYNAMIC_DISPATCH(RunPlan)(&pl
 void convert_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, int64_t n, float* dst) {
   HWY_DYNAMIC_DISPATCH(ConvertRowForTest)(kv, q, scaled, scale, src, n, dst);
 }
-bool fp8_words_for_test(DType kv, const uint8_t* src, uint16_t* words) {
-  return HWY_DYNAMIC_DISPATCH(Fp8WordsForTest)(kv, src, words);
+bool fp8_words_for_test(DType kv, bool scaled, float scale, const uint8_t* src, uint16_t* words) {
+  return HWY_DYNAMIC_DISPATCH(Fp8WordsForTest)(kv, scaled, scale, src, words);
 }
 uint32_t max_abs_bits(const float* p, int64_t n) { return HWY_DYNAMIC_DISPATCH(MaxAbsBits)(p, n); }
 void round_values(DType q, const float* src, int64_t n, float* dst) {

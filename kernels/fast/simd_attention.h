@@ -37,8 +37,9 @@ uint32_t max_abs_bits(const float* p, int64_t n);
 void convert_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, int64_t n, float* dst);
 
 // Test hook: 64 bytes of float8_e4m3fn or float8_e5m2 KV as the decode item
-// reads them, 64 bfloat16 words in its order (bf16_group-inl.h, Fp8Words).
-// False where the CPU or the dispatched target has no such item.
-bool fp8_words_for_test(DType kv, const uint8_t* src, uint16_t* words);
+// reads them, 64 bfloat16 words in its order (bf16_group-inl.h, Fp8Words),
+// with `scale` folded in where `scaled` (fp8_bf16_table). False where the
+// CPU or the dispatched target has no such item.
+bool fp8_words_for_test(DType kv, bool scaled, float scale, const uint8_t* src, uint16_t* words);
 
 }  // namespace rpa::fast

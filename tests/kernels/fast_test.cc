@@ -68,23 +68,34 @@ TEST(FastConvert, EveryPatternOfEverySmallDtypeDecodesAsTheDtypeModel) {
 // byte, interleaved in VPUNPCK{L,H}BW's order: word 8j + i of the first
 // vector is element 16j + i, of the second element 16j + 8 + i, per 128-bit
 // block j. Every pattern (four lines of 64) against the dtype model.
+// Unscaled, each byte's own value (every one is a bfloat16 value); scaled
+// (bfloat16 q), x.astype(f32) * scale then .astype(bf16) as the reference
+// dequantises (kernel.py:124-129): negative scales, results that are
+// bfloat16 subnormals or that overflow to Inf, 0 x Inf and NaN included.
 TEST(FastConvert, EveryPatternOfEightBitFloatKvReadsAsTheDecodeItemsBfloat16Words) {
-  for (DType d : {DType::kFloat8E4M3FN, DType::kFloat8E5M2}) {
-    for (uint32_t line = 0; line < 4; ++line) {
-      uint8_t bytes[64];
-      for (uint32_t e = 0; e < 64; ++e) bytes[e] = uint8_t(line * 64 + (e * 37 + 11) % 64);  // shuffled in the line
-      uint16_t words[64];
-      if (!fp8_words_for_test(d, bytes, words)) GTEST_SKIP() << "no AVX512-BF16 and AVX512-VBMI decode item here";
-      for (uint32_t v = 0; v < 2; ++v)
-        for (uint32_t j = 0; j < 4; ++j)
-          for (uint32_t i = 0; i < 8; ++i) {
-            const uint32_t elem = 16 * j + 8 * v + i, bits = bytes[elem];
-            const float got = decode(DType::kBFloat16, words[32 * v + 8 * j + i]);
-            ASSERT_TRUE(same_value(got, decode(d, bits)) && std::signbit(got) == std::signbit(decode(d, bits)))
-                << dtype_name(d) << " pattern " << bits << ": " << got << " vs " << decode(d, bits);
-          }
+  const float kScales[] = {0.5f, -0.25f, 3.0f, 1.1f, 1e-39f, 8e35f, 0.0f, -0.0f, kNaN,
+                           std::numeric_limits<float>::infinity()};
+  for (DType d : {DType::kFloat8E4M3FN, DType::kFloat8E5M2})
+    for (int si = -1; si < int(std::size(kScales)); ++si) {
+      const bool scaled = si >= 0;
+      const float scale = scaled ? kScales[si] : 1.0f;
+      for (uint32_t line = 0; line < 4; ++line) {
+        uint8_t bytes[64];
+        for (uint32_t e = 0; e < 64; ++e) bytes[e] = uint8_t(line * 64 + (e * 37 + 11) % 64);  // shuffled in the line
+        uint16_t words[64];
+        if (!fp8_words_for_test(d, scaled, scale, bytes, words))
+          GTEST_SKIP() << "no AVX512-BF16 and AVX512-VBMI decode item here";
+        for (uint32_t v = 0; v < 2; ++v)
+          for (uint32_t j = 0; j < 4; ++j)
+            for (uint32_t i = 0; i < 8; ++i) {
+              const uint32_t elem = 16 * j + 8 * v + i, bits = bytes[elem];
+              const float got = decode(DType::kBFloat16, words[32 * v + 8 * j + i]);
+              const float want = scaled ? round_to(DType::kBFloat16, decode(d, bits) * scale) : decode(d, bits);
+              ASSERT_TRUE(same_value(got, want) && (std::isnan(want) || std::signbit(got) == std::signbit(want)))
+                  << dtype_name(d) << " pattern " << bits << " scale " << scale << ": " << got << " vs " << want;
+            }
+      }
     }
-  }
 }
 
 TEST(FastConvert, Float32RowsAreCopied) {
@@ -707,6 +718,35 @@ TEST(FastEdges, DecodeItemBatchesOfEveryHeadShapeAndKvDtype) {
         if (HasFatalFailure()) return;
       }
     }
+}
+
+// 8-bit float KV with k_scale / v_scale: with bfloat16 q the decode item
+// reads the dequantised values from its tables (fp8_scale_in_table), with
+// float32 q the generic item runs; both within the bound of the exact
+// math on the reference's dequantised values (kernel.py:124-129).
+TEST(FastEdges, DecodeItemBatchesOfScaledEightBitFloatKv) {
+  std::mt19937 rng(131);
+  const std::vector<int64_t> kv_lens{1, 17, 64, 333};
+  struct Scales {
+    bool k, v;
+    float ks, vs;
+  };
+  const Scales kScales[] = {{true, false, 0.37f, 1.0f}, {false, true, 1.0f, -1.7f}, {true, true, -3.5f, 0.011f}};
+  for (DType kv : {DType::kFloat8E4M3FN, DType::kFloat8E5M2})
+    for (DType q : {DType::kBFloat16, DType::kFloat32})
+      for (const Scales& sc : kScales)
+        for (const auto& [Hkv, G] : std::vector<std::pair<int64_t, int64_t>>{{8, 4}, {3, 8}})
+          for (const Bf16Mode& mode : kBf16Modes) {
+            TestCase c = decode_batch(rng, q, kv, Hkv, G, 1, kv_lens);
+            c.has_k_scale = sc.k, c.k_scale = sc.ks;
+            c.has_v_scale = sc.v, c.v_scale = sc.vs;
+            c.threads = int(1 + rng() % 3);
+            SCOPED_TRACE(describe(c) + " G=" + std::to_string(G) + " " + mode.name);
+            const Options opt = with_bf16_mode(mode);
+            expect_within_bound(c, run_fast(c, opt));
+            expect_within_bound_windowed(c, 40, 4.0f, opt);
+            if (HasFatalFailure()) return;
+          }
 }
 
 // Non-finite KV through the decode item, as the reference
