@@ -38,21 +38,17 @@ bool masked_negligible(const KernelCtx& c, double q1max, double kmax) {
 namespace {
 // A bound on |element| after dequantization of elements up to `absmax`
 // (x * scale in float32, then the cast to q's dtype: kernel.py:124-129),
-// padded for both roundings.
+// padded for both roundings (NaN for a NaN scale, so no comparison holds).
 double dequantized_max(const KernelCtx& c, double absmax, float scale) {
   return absmax * std::fabs(double(scale)) * (1.0 + 4.0 * unit_roundoff(c.q_dtype) + 1e-6);
-}
-// Whether none of them can become Inf (false for a NaN or Inf scale).
-bool dequantized_max_finite(const KernelCtx& c, double absmax, float scale) {
-  return dequantized_max(c, absmax, scale) <= max_finite(c.q_dtype);
 }
 }  // namespace
 
 double raw_score_bound(const KernelCtx& c, double q1max, double kmax) {
   constexpr double kNone = std::numeric_limits<double>::infinity();
   if (c.has_k_scale) {
-    if (!dequantized_max_finite(c, kmax, c.k_scale)) return kNone;  // the cast to q's dtype could overflow
     kmax = dequantized_max(c, kmax, c.k_scale);
+    if (!(kmax <= max_finite(c.q_dtype))) return kNone;  // the cast to q's dtype could overflow
   }
   // 1.01 covers the float32 rounding of sm_scale's product; head_dim * 2^-23
   // that of a dot product over head_dim terms (and of the L1 norm's sum).
@@ -221,7 +217,7 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
       plan.pages[i * pps + k] = static_cast<int32_t>(idx);
     }
 
-    // Skip proof, K side: the sequence's K statistics (kept with the cache).
+    // Skip proof, KV side: the sequence's K and V statistics (kept with the cache).
     // Page by page: a page's slots are contiguous in the statistics.
     uint8_t nonfinite = 0;
     float kmax_f = 0.0f, vmax_f = 0.0f;
@@ -240,7 +236,7 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
     // weight of exactly 0 times Inf is NaN in the reference's p.v einsum
     // (kernel.py:145): such a sequence is computed in full too. (The K side
     // is in raw_score_bound.)
-    const bool v_dequant_finite = !c.has_v_scale || dequantized_max_finite(c, vmax_f, c.v_scale);
+    const bool v_dequant_finite = !c.has_v_scale || dequantized_max(c, vmax_f, c.v_scale) <= max_finite(c.q_dtype);
     const double kmax = kmax_f;
     // Tiles find their keys from their first and last rows, which needs the
     // ranges to move monotonically: no int32 wraparound in q_span (or in

@@ -407,6 +407,26 @@ void expect_within_bound_windowed(TestCase& c, int64_t window, float cap, const 
   expect_within_bound(c, run_fast(c, opt));
 }
 
+// What a non-finite input makes of an output element in the reference.
+enum class Poisoned { kNo, kNaN, kEither };
+
+// `got` against `clean`, the truth of the case with its non-finite inputs
+// taken out: NaN where poisoned(o) says so, within clean's bound where it
+// says kNo, unchecked where kEither.
+template <class PoisonedAt>
+void expect_poisoned_else_within_bound(const Truth& clean, const std::vector<float>& got, PoisonedAt poisoned) {
+  for (size_t o = 0; o < clean.out.size(); ++o) {
+    switch (poisoned(o)) {
+      case Poisoned::kNaN: ASSERT_TRUE(std::isnan(got[o])) << "element " << o << " should be NaN, is " << got[o]; break;
+      case Poisoned::kNo:
+        ASSERT_LE(std::fabs(double(got[o]) - clean.out[o]), clean.bound[o])
+            << "element " << o << ": fast " << got[o] << " truth " << clean.out[o];
+        break;
+      case Poisoned::kEither: break;
+    }
+  }
+}
+
 // Every way of the bfloat16 paths: by VDPBF16PS where the CPU has it
 // (whatever its speed); widened to float32 (what kAuto picks where
 // VDPBF16PS is slow), which for bfloat16-KV decode is the decode item's FMA
@@ -791,15 +811,10 @@ TEST(FastEdges, NonFiniteKvInTheDecodeItemPoisonsWhatTheReferencePoisons) {
           expect_nan(1, 1, 20);
         }
         SCOPED_TRACE(describe(c) + " " + mode.name);
-        const std::vector<float> got = run_fast(c, with_bf16_mode(mode));
-        for (size_t o = 0; o < clean.out.size(); ++o) {
-          if (nan_expected[o]) {
-            ASSERT_TRUE(std::isnan(got[o])) << "element " << o << " should be NaN, is " << got[o];
-          } else {
-            ASSERT_LE(std::fabs(double(got[o]) - clean.out[o]), clean.bound[o])
-                << "element " << o << ": fast " << got[o] << " truth " << clean.out[o];
-          }
-        }
+        expect_poisoned_else_within_bound(clean, run_fast(c, with_bf16_mode(mode)), [&](size_t o) {
+          return nan_expected[o] ? Poisoned::kNaN : Poisoned::kNo;
+        });
+        if (HasFatalFailure()) return;
       }
 }
 
@@ -994,16 +1009,11 @@ TEST(FastEdges, VScaleOverflowInAMaskedKeyIsNaNAsInTheReference) {
       const Truth clean = truth_of(c);
       c.kv_at(page, slot, 2 * 1 + 1, d) = 448.0f;  // 4.48e39 after the scale
       SCOPED_TRACE(describe(c));
-      const std::vector<float> got = run_fast(c);
-      for (size_t o = 0; o < clean.out.size(); ++o) {
+      expect_poisoned_else_within_bound(clean, run_fast(c), [&](size_t o) {
         const int64_t row = int64_t(o) / (c.Hq * c.D), h = int64_t(o) / c.D % c.Hq;
-        if (row == 0 && h / 4 == 1 && int64_t(o) % c.D == d) {
-          ASSERT_TRUE(std::isnan(got[o])) << "element " << o << " should be NaN, is " << got[o];
-        } else {
-          ASSERT_LE(std::fabs(double(got[o]) - clean.out[o]), clean.bound[o])
-              << "element " << o << ": fast " << got[o] << " truth " << clean.out[o];
-        }
-      }
+        return row == 0 && h / 4 == 1 && int64_t(o) % c.D == d ? Poisoned::kNaN : Poisoned::kNo;
+      });
+      if (HasFatalFailure()) return;
     }
 }
 
@@ -1035,21 +1045,18 @@ TEST(FastEdges, KScaleOverflowInAMaskedKeyPoisonsTheRowsTheReferencePoisons) {
       c.kv_at(page, slot, 2 * 1, d) = 448.0f;  // 3.6e38 after the scale: Inf
       c.kv_at(page1, slot1, 2 * 1, d) = 448.0f;
       SCOPED_TRACE(describe(c));
-      const std::vector<float> got = run_fast(c);
       int nan_rows = 0;
-      for (size_t o = 0; o < clean.out.size(); ++o) {
+      expect_poisoned_else_within_bound(clean, run_fast(c), [&](size_t o) {
         const int64_t row = int64_t(o) / (c.Hq * c.D), h = int64_t(o) / c.D % c.Hq;
         const float qd = c.q[size_t((row * c.Hq + h) * c.D + d)];
-        if (h / 4 == 1 && (row == 1 || qd > 0.0f)) {
-          ASSERT_TRUE(std::isnan(got[o])) << "element " << o << " should be NaN, is " << got[o];
+        if (h / 4 != 1) return Poisoned::kNo;
+        if (row == 1 || qd > 0.0f) {
           nan_rows += row == 0 && int64_t(o) % c.D == 0;
-        } else if (row == 0 && h / 4 == 1 && qd == 0.0f) {
-          continue;  // 0 * Inf in sequence 0 as well; not drawn there
-        } else {
-          ASSERT_LE(std::fabs(double(got[o]) - clean.out[o]), clean.bound[o])
-              << "element " << o << ": fast " << got[o] << " truth " << clean.out[o];
+          return Poisoned::kNaN;
         }
-      }
+        return row == 0 && qd == 0.0f ? Poisoned::kEither : Poisoned::kNo;  // 0 * Inf: not drawn in sequence 0
+      });
+      if (HasFatalFailure()) return;
       EXPECT_GT(nan_rows, 0);  // sequence 0's draw has a q head with q[d] > 0
       EXPECT_LT(nan_rows, 4);  // and one with q[d] < 0
     }
