@@ -150,7 +150,7 @@ RPA_FAST_BF16_ATTR void TileBf16(const KernelCtx& c, const SeqPlan& s, int64_t g
     for (int64_t j0 = 0; j0 < nbp; j0 += kKC) QKBf16<kRV>(qt2, RP, sc.krow.data() + j0, D2, c.sm_scale, st + j0 * RP);
     ExactTileScoresIfLarge(c, s, g, row0, R, nb, nbp, RP, sc.krow.data(), /*native=*/true, st, sc);
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
-    BlockSoftmaxB<kRV>(c, st, RP, b0, nb, nbp, need_mask, lo_i, hi_i, m, l, sc.alpha.get());
+    BlockSoftmaxB<kRV>(c, st, RP, b0, nb, nbp, need_mask, lo_i, hi_i, m, l, sc.alpha.get(), s.p_shift);
 
     // p.astype(bfloat16) in key pairs, and V interleaved pairwise.
     const int64_t pairs = (nb + 1) / 2;

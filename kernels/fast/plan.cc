@@ -56,6 +56,12 @@ double raw_score_bound(const KernelCtx& c, double q1max, double kmax) {
   return s >= 0.0 ? s : kNone;  // NaN: no bound
 }
 
+float softmax_shift(double num_keys, double vmax) {
+  const double bound = num_keys * vmax;
+  if (!(bound > 0x1p120) || !std::isfinite(bound)) return 0.0f;
+  return static_cast<float>(std::log(bound) - 120.0 * std::log(2.0));
+}
+
 bool scores_stay_below(const KernelCtx& c, const SeqPlan& s, double q1max, double limit) {
   return s.k_finite && raw_score_bound(c, q1max, s.kmax) < limit;
 }
@@ -247,6 +253,8 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
     s.skip_kv = allow_skip && finite && v_dequant_finite && monotone;
     s.kmax = kmax;
     s.k_finite = finite;
+    const double vmax_deq = c.has_v_scale ? dequantized_max(c, vmax_f, c.v_scale) : double(vmax_f);
+    s.p_shift = softmax_shift(double(s.num_keys), std::min(vmax_deq, max_finite(c.q_dtype)));
     // The q side: here for the few rows of a group sequence (its key chunks
     // are planned from the result); a tile proves its own rows while it has
     // them in cache (tile_skip_masked), so q is not read twice per call.

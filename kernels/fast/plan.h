@@ -24,6 +24,11 @@ struct SeqPlan {
   double kmax = 0;           // max |K element| over the sequence's attended keys
   bool k_finite = false;     // every K and V element of its keys finite (kmax then bounds every |K|)
   int64_t page_row = 0;      // row of the resolved page table
+  // Subtracted from every exponent of the online softmax (p = e^(s - m -
+  // p_shift)): the weights and their sum l carry the same factor, so O / l is
+  // unchanged, but O = sum p * V stays inside float32 where l * max |V| would
+  // not (V near float32's largest values; see softmax_shift). 0 almost always.
+  float p_shift = 0.0f;
 };
 
 // Keys row r attends without mask_value: [lo, hi]; keys outside get
@@ -109,6 +114,16 @@ struct Plan {
   int64_t rows_written = 0;    // rows of `out` holding results; the rest are zeroed
   std::vector<std::string> diagnostics;
 };
+
+// p_shift for a sequence of `num_keys` keys whose |V| elements (as the
+// math sees them, dequantised) are at most `vmax`: 0 unless num_keys * vmax
+// exceeds 2^120, else the natural log of the excess, so that every partial
+// sum of the weights times V stays below 2^120 (< float32's 2^128 range)
+// while the largest weight, e^-p_shift, stays far above float32's smallest
+// normal. The reference normalises the weights before p.v (kernel.py:142-145)
+// and never sees that overflow; 0 for a non-finite vmax (the output is
+// Inf or NaN there anyway).
+float softmax_shift(double num_keys, double vmax);
 
 // The interval of keys that token `t` of `s` attends (see RowRange).
 RowRange row_range(const KernelCtx& c, const SeqPlan& s, int64_t t);

@@ -325,13 +325,14 @@ inline void ExactTileScoresIfLarge(const KernelCtx& c, const SeqPlan& s, int64_t
 // ---------------------------------------------------------------- TileB
 // Scores st[key][rows] of a block -> probabilities, and the online softmax
 // state: soft cap and mask (kernel.py:139-141), keys past the block -inf;
-// m_new = max(m, block max), p = e^(s - m_new), l = l * e^(m - m_new) + sum p,
-// alpha = e^(m - m_new) per row for rescaling O. A running max of -inf uses 0
-// instead, so rows whose scores so far are all -inf do not turn NaN.
+// m_new = max(m, block max), p = e^(s - m_new - p_shift), l = l * e^(m -
+// m_new) + sum p, alpha = e^(m - m_new) per row for rescaling O. A running
+// max of -inf uses 0 instead, so rows whose scores so far are all -inf do
+// not turn NaN. p_shift: SeqPlan::p_shift.
 template <int kRV>
 HWY_INLINE void BlockSoftmaxB(const KernelCtx& c, float* HWY_RESTRICT st, size_t RP, int64_t b0, int64_t nb,
                               int64_t nbp, bool need_mask, const hn::Vec<DI>* lo_i, const hn::Vec<DI>* hi_i, VF* m,
-                              VF* l, float* alpha) {
+                              VF* l, float* alpha, float p_shift) {
   const DF df;
   const DI di;
   const size_t N = hn::Lanes(df);
@@ -360,10 +361,11 @@ HWY_INLINE void BlockSoftmaxB(const KernelCtx& c, float* HWY_RESTRICT st, size_t
     const VF m_use = hn::IfThenZeroElse(hn::Eq(m_new, neg_inf), m_new);
     const VF a = ExpKeepNaN(df, hn::Sub(m[rv], m_use));
     hn::Store(a, df, alpha + rv * N);
+    const VF m_p = hn::Add(m_use, hn::Set(df, p_shift));
     VF ls = hn::Zero(df);
     for (int64_t j = 0; j < nbp; ++j) {
       float* sp = st + j * RP + rv * N;
-      const VF p = ExpKeepNaN(df, hn::Sub(hn::Load(df, sp), m_use));
+      const VF p = ExpKeepNaN(df, hn::Sub(hn::Load(df, sp), m_p));
       hn::Store(p, df, sp);
       ls = hn::Add(ls, p);
     }
@@ -527,7 +529,7 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
     if (may_be_large) ExactTileScoresIfLarge(c, s, g, row0, R, nb, nbp, RP, sc.krow.data(), /*native=*/false, st, sc);
 
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
-    BlockSoftmaxB<kRV>(c, st, RP, b0, nb, nbp, need_mask, lo_i, hi_i, m, l, sc.alpha.get());
+    BlockSoftmaxB<kRV>(c, st, RP, b0, nb, nbp, need_mask, lo_i, hi_i, m, l, sc.alpha.get(), s.p_shift);
     for (size_t r0 = 0; r0 < Rr; r0 += RG) {
       if (pv8)
         PVRows<kPVRows, DType::kFloat32>(o + r0 * Dp, Dp, sc.alpha.get() + r0, st + r0, RP, nb, sc.vrow.data(), RowRead{});
@@ -595,6 +597,7 @@ struct GroupState {
   float* m_p = nullptr;     // [nh][NG][lanes]
   float* l_p = nullptr;
   int32_t* perms = nullptr;  // ReduceGroups' lane permutations
+  float p_shift = 0.0f;      // SeqPlan::p_shift
 };
 
 // The keys a group item over keys [k0, k1] of `s` visits: those of every
@@ -610,6 +613,7 @@ inline GroupState StartGroup(const KernelCtx& c, const SeqPlan& s, int64_t nh, i
                              Scratch& sc) {
   const size_t N = hn::Lanes(DF());
   GroupState g;
+  g.p_shift = s.p_shift;
   g.R = s.num_tokens * c.group;
   g.NG = (g.R + 3) / 4;
   int32_t* lo = sc.lo.get();
@@ -645,7 +649,7 @@ inline GroupState StartGroup(const KernelCtx& c, const SeqPlan& s, int64_t nh, i
 // probabilities, with keys [nq, npad) set to -inf (p = 0): sm_scale, soft
 // cap and mask (kernel.py:132-141), keys past the block's nb -inf; m_new =
 // max(m, block max), a max of -inf used as 0 so rows with no finite score
-// yet stay finite; p = e^(s - m_new), l = l * e^(m - m_new) + sum p; the
+// yet stay finite; p = e^(s - m_new - g.p_shift), l = l * e^(m - m_new) + sum p; the
 // rows' rescale factors e^(m - m_new) in alpha's lanes 0..3. A NaN score
 // makes its p NaN, so the row ends NaN whatever the max keeps.
 inline void GroupBlockSoftmax(const KernelCtx& c, const GroupState& g, int64_t h, int64_t gi, float* HWY_RESTRICT sg,
@@ -681,9 +685,10 @@ inline void GroupBlockSoftmax(const KernelCtx& c, const GroupState& g, int64_t h
   const VF a = ExpKeepNaN(df, hn::Sub(m_old, m_use));
   hn::Store(m_new, df, mh);
   hn::Store(a, df, alpha);
+  const VF m_p = hn::Add(m_use, hn::Set(df, g.p_shift));
   VF ls = hn::Zero(df);
   for (int64_t j0 = 0; j0 < npad; j0 += KG) {
-    const VF pv = ExpKeepNaN(df, hn::Sub(hn::Load(df, sg + j0 * 4), m_use));
+    const VF pv = ExpKeepNaN(df, hn::Sub(hn::Load(df, sg + j0 * 4), m_p));
     hn::Store(pv, df, sg + j0 * 4);
     ls = hn::Add(ls, pv);
   }

@@ -769,6 +769,29 @@ TEST(FastEdges, DecodeItemBatchesOfScaledEightBitFloatKv) {
           }
 }
 
+// V near float32's largest values (v_scale 2^124 on |V| up to 2): the
+// reference's softmax weights are normalised before p.v (kernel.py:142-145),
+// so its output stays finite; a flash-style O = sum e^(s - m) V over 300 keys
+// would pass 3.4e38 before the division by l unless the weights are scaled
+// down with it (SeqPlan::p_shift). Decode items (q_len 1) and tiles (q_len
+// 40), every KV dtype the scale applies to, every bfloat16 path; against the
+// float64 math, which has the range.
+TEST(FastEdges, VNearFloat32sLargestDoesNotOverflowTheAccumulator) {
+  std::mt19937 rng(2026);
+  for (DType kv : {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN, DType::kInt8})
+    for (DType q : {DType::kFloat32, DType::kBFloat16})
+      for (int64_t q_len : {1, 40})
+        for (const Bf16Mode& mode : kBf16Modes) {
+          TestCase c = decode_batch(rng, q, kv, 2, 4, q_len, {300, 64, 5});
+          c.has_v_scale = true;
+          c.v_scale = 0x1p124f;
+          c.threads = int(1 + rng() % 3);
+          SCOPED_TRACE(describe(c) + " q_len=" + std::to_string(q_len) + " " + mode.name);
+          expect_within_bound(c, run_fast(c, with_bf16_mode(mode)));
+          if (HasFatalFailure()) return;
+        }
+}
+
 // Non-finite KV through the decode item, as the reference
 // (ref_ragged_paged_attention, kernel.py:132-145) has it: a NaN key inside
 // kv_len makes its scores NaN, and `attn += where(mask, mask_value, 0)`
