@@ -252,12 +252,21 @@ inline TileKeys KeysOfTile(const KernelCtx& c, const SeqPlan& s, int64_t row0, i
 // float32; attention scores of real models stay well below it.
 inline constexpr float kExactScoresAbove = 128.0f;
 
-// max |p[i]| over n floats (n a multiple of the lanes); NaN never counts.
-HWY_INLINE float AbsMax(const float* HWY_RESTRICT p, size_t n) {
+// Whether some |p[i]| * scale (n floats, a multiple of the lanes) reaches
+// kExactScoresAbove, or some p[i] is NaN: float32 FMA chains over K
+// elements near float32's largest values can pass Inf in one lane and -Inf
+// in another where the exact dot product is finite (k_scale near 1e38), so
+// a NaN score is recomputed too (it stays NaN where K or q holds a NaN).
+HWY_INLINE bool NeedsExactScores(const float* HWY_RESTRICT p, size_t n, float scale) {
   const DF df;
   VF m = hn::Zero(df);
-  for (size_t i = 0; i < n; i += hn::Lanes(df)) m = hn::Max(m, hn::Abs(hn::Load(df, p + i)));
-  return hn::GetLane(hn::MaxOfLanes(df, m));
+  auto nan = hn::FirstN(df, 0);
+  for (size_t i = 0; i < n; i += hn::Lanes(df)) {
+    const VF x = hn::Load(df, p + i);
+    m = hn::Max(m, hn::Abs(x));
+    nan = hn::Or(nan, hn::IsNaN(x));
+  }
+  return !hn::AllFalse(df, nan) || hn::GetLane(hn::MaxOfLanes(df, m)) * scale >= kExactScoresAbove;
 }
 
 // q.k rounded once to float32, the products exact in double.
@@ -281,7 +290,7 @@ inline const float* ExactKRow(const KernelCtx& c, const uint8_t* krow, bool nati
 inline void ExactGroupScoresIfLarge(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t gi, int64_t R, int64_t nb,
                                     int64_t npad, const uint8_t* const* krow, bool native, float* HWY_RESTRICT sa,
                                     Scratch& sc) {
-  if (!(AbsMax(sa, size_t(npad) * 4) * std::fabs(c.sm_scale) >= kExactScoresAbove)) return;
+  if (!NeedsExactScores(sa, size_t(npad) * 4, std::fabs(c.sm_scale))) return;
   for (int64_t j = 0; j < nb; ++j) {
     const float* k = ExactKRow(c, krow[j], native, sc);
     for (int64_t r = gi * 4; r < std::min<int64_t>(R, gi * 4 + 4); ++r)
@@ -315,7 +324,7 @@ inline double TileQ1Max(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t
 inline void ExactTileScoresIfLarge(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_t R,
                                    int64_t nb, int64_t nbp, size_t RP, const uint8_t* const* krow, bool native,
                                    float* HWY_RESTRICT st, Scratch& sc) {
-  if (!(AbsMax(st, size_t(nbp) * RP) >= kExactScoresAbove)) return;
+  if (!NeedsExactScores(st, size_t(nbp) * RP, 1.0f)) return;
   for (int64_t j = 0; j < nb; ++j) {
     const float* k = ExactKRow(c, krow[j], native, sc);
     for (int64_t r = 0; r < R; ++r) st[j * RP + r] = ExactDot(QRow(c, s, g, row0 + r), k, c.head_dim) * c.sm_scale;

@@ -792,6 +792,38 @@ TEST(FastEdges, VNearFloat32sLargestDoesNotOverflowTheAccumulator) {
         }
 }
 
+// K near float32's largest values whose exact q.k is 0: k_scale 2^127 on
+// K rows (r, -r, r', -r', ...) with r in {+-1, +-0.5}, and q rows (a, a, b,
+// b, ...). The reference's einsum is exact and then rounded (kernel.py:131):
+// every score 0, every row the mean of its keys' V. Float32 FMA chains
+// over those K elements pass +-3.4e38 and meet Inf - Inf, a NaN score that
+// must be recomputed exactly like a large one, not kept.
+TEST(FastEdges, ScoresWhoseFloat32SumsOverflowAreRecomputedExactly) {
+  std::mt19937 rng(1238);
+  for (DType kv : {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN})
+    for (DType q : {DType::kFloat32, DType::kBFloat16})
+      for (int64_t q_len : {1, 40})
+        for (const Bf16Mode& mode : kBf16Modes) {
+          TestCase c = decode_batch(rng, q, kv, 2, 4, q_len, {100, 17, 3});
+          for (int64_t i = 0; i < c.S; ++i)
+            for (int64_t j = 0; j < c.kv_lens[i]; ++j)
+              for (int64_t h = 0; h < c.Hc; h += 2)
+                for (int64_t d = 0; d < c.D; d += 2) {
+                  const float r = (rng() % 2 ? 1.0f : 0.5f) * (rng() % 2 ? 1.0f : -1.0f);
+                  const int64_t page = c.page_indices[i * c.pps + j / c.ps];
+                  c.kv_at(page, j % c.ps, h, d) = r;
+                  c.kv_at(page, j % c.ps, h, d + 1) = -r;
+                }
+          for (size_t e = 0; e < c.q.size(); e += 2) c.q[e + 1] = c.q[e];
+          c.has_k_scale = true;
+          c.k_scale = 0x1p127f;
+          c.threads = int(1 + rng() % 3);
+          SCOPED_TRACE(describe(c) + " q_len=" + std::to_string(q_len) + " " + mode.name);
+          expect_within_bound(c, run_fast(c, with_bf16_mode(mode)));
+          if (HasFatalFailure()) return;
+        }
+}
+
 // Non-finite KV through the decode item, as the reference
 // (ref_ragged_paged_attention, kernel.py:132-145) has it: a NaN key inside
 // kv_len makes its scores NaN, and `attn += where(mask, mask_value, 0)`
