@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "oracle/exact_round.h"
 
@@ -14,7 +15,7 @@ bool is_int(DType d) { return dtype_info(d).kind != DTypeKind::kFloat; }
 
 template <typename T>
 ErrorSummary summarize(std::span<const T> actual, std::span<const double> truth, DType judge,
-                       std::span<const double> bound) {
+                       std::span<const double> bound, std::span<const double> reference) {
   ErrorSummary s;
   const size_t n = std::min(actual.size(), truth.size());
   s.elements = static_cast<int64_t>(n);
@@ -26,6 +27,11 @@ ErrorSummary summarize(std::span<const T> actual, std::span<const double> truth,
   };
   for (size_t i = 0; i < n; ++i) {
     const double a = static_cast<double>(actual[i]), t = truth[i];
+    if (!std::isfinite(a) && i < reference.size() && !std::isfinite(reference[i]) && a != t &&
+        !(std::isnan(a) && std::isnan(t))) {
+      ++s.reference_nonfinite;
+      continue;
+    }
     if (std::isnan(a) || std::isnan(t)) {
       if (std::isnan(a) != std::isnan(t)) ++s.nan_mismatches, mismatch(i);
       continue;
@@ -109,12 +115,12 @@ std::vector<double> kernel_bound(double u, std::span<const double> truth, std::s
 }
 
 ErrorSummary summarize_errors(std::span<const float> actual, std::span<const double> truth, DType judge,
-                              std::span<const double> bound) {
-  return summarize(actual, truth, judge, bound);
+                              std::span<const double> bound, std::span<const double> reference) {
+  return summarize(actual, truth, judge, bound, reference);
 }
 ErrorSummary summarize_errors(std::span<const double> actual, std::span<const double> truth, DType judge,
-                              std::span<const double> bound) {
-  return summarize(actual, truth, judge, bound);
+                              std::span<const double> bound, std::span<const double> reference) {
+  return summarize(actual, truth, judge, bound, reference);
 }
 
 bool far_worse_than_reference(const ErrorSummary& impl, const ErrorSummary& reference) {
@@ -130,31 +136,36 @@ bool far_worse_than_reference(const ErrorSummary& impl, const ErrorSummary& refe
 }
 
 std::string summary_json(const ErrorSummary& s, DType judge) {
-  char buf[768];
+  char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "{\"dtype\": \"%s\", \"elements\": %lld, \"finite\": %lld, \"nan_mismatches\": %lld, "
                 "\"inf_mismatches\": %lld, \"over_bound\": %lld, \"max_ulps\": %.6g, \"p99_ulps\": %.6g, "
                 "\"mean_ulps\": %.6g, \"max_abs\": %.6g, \"max_bound_ratio\": %.6g, \"worst\": %lld, "
-                "\"first_mismatch\": %lld, \"pass\": %s}",
+                "\"first_mismatch\": %lld, \"reference_nonfinite\": %lld, \"pass\": %s}",
                 std::string(dtype_name(judge)).c_str(), static_cast<long long>(s.elements),
                 static_cast<long long>(s.finite), static_cast<long long>(s.nan_mismatches),
                 static_cast<long long>(s.inf_mismatches), static_cast<long long>(s.over_bound), s.max_ulps,
                 s.p99_ulps, s.mean_ulps, s.max_abs, std::isinf(s.max_bound_ratio) ? 1e308 : s.max_bound_ratio,
-                static_cast<long long>(s.worst), static_cast<long long>(s.first_mismatch), s.pass ? "true" : "false");
+                static_cast<long long>(s.worst), static_cast<long long>(s.first_mismatch),
+                static_cast<long long>(s.reference_nonfinite), s.pass ? "true" : "false");
   return buf;
 }
 
 std::string summary_text(const ErrorSummary& s, DType judge) {
-  char buf[768];
+  const std::string extra =
+      s.reference_nonfinite > 0
+          ? "; " + std::to_string(s.reference_nonfinite) + " NaN/Inf where the reference's float32 is NaN/Inf"
+          : "";
+  char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "%lld elements (%lld finite), errors in %s ulps: max %.4g (at %lld), p99 %.4g, mean %.4g; "
                 "max |error| %.4g; NaN mismatches %lld, Inf mismatches %lld; over bound %lld (max error/bound "
-                "%.4g): %s",
+                "%.4g)%s: %s",
                 static_cast<long long>(s.elements), static_cast<long long>(s.finite),
                 std::string(dtype_name(judge)).c_str(), s.max_ulps, static_cast<long long>(s.worst), s.p99_ulps,
                 s.mean_ulps, s.max_abs, static_cast<long long>(s.nan_mismatches),
                 static_cast<long long>(s.inf_mismatches), static_cast<long long>(s.over_bound), s.max_bound_ratio,
-                s.pass ? "PASS" : "FAIL");
+                extra.c_str(), s.pass ? "PASS" : "FAIL");
   return buf;
 }
 

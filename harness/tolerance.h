@@ -65,16 +65,25 @@ struct ErrorSummary {
   double max_bound_ratio = 0;  // max |error| / bound
   int64_t worst = -1;          // position of max_ulps (-1: none)
   int64_t first_mismatch = -1;  // first NaN / Inf position mismatch
+  // Non-finite outputs accepted because the reference's own float32
+  // arithmetic is non-finite there too (`reference_nonfinite` below).
+  int64_t reference_nonfinite = 0;
   bool pass = true;            // no mismatches and nothing over its bound
 };
 
 // Compares `actual` with `truth` element by element; `bound` (empty: none)
 // holds each element's allowed |error|. NaN and Inf must agree in position
 // (and Inf in sign); two NaNs agree.
+// `reference` (empty: none) is the rounded truth, the reference's own
+// rounding points: where it is NaN or Inf while the exact truth is not (a
+// float32 score or p.v sum past 3.4e38, a weight rounded to 0 against an
+// infinite V), any NaN or Inf output is accepted there as well as the
+// exact truth's value (docs/tolerance.md, "Reference overflow"). Finite
+// outputs are judged against the truth as everywhere else.
 ErrorSummary summarize_errors(std::span<const float> actual, std::span<const double> truth, DType judge,
-                              std::span<const double> bound);
+                              std::span<const double> bound, std::span<const double> reference = {});
 ErrorSummary summarize_errors(std::span<const double> actual, std::span<const double> truth, DType judge,
-                              std::span<const double> bound);
+                              std::span<const double> bound, std::span<const double> reference = {});
 
 // True when `impl`'s largest error is far above the reference's own
 // (kFarWorseFactor times it, and above kFarWorseFloorUlps; in units of the

@@ -53,7 +53,7 @@ int run(const Options& opt) {
   // one, the case's truth supplies what the bound needs: each element's
   // probability widening (reference bound) or max |V| over its keys
   // (kernel bound).
-  std::vector<double> bound;
+  std::vector<double> bound, reference_points;
   if (opt.case_path.empty()) {
     bound = reference_bound(*judge, truth, {});
   } else {
@@ -79,11 +79,12 @@ int run(const Options& opt) {
       const double u = path_unit_roundoff(c.call.q.dtype, c.call.kv_pages.dtype, !c.call.k_scale.is_none(),
                                           !c.call.v_scale.is_none());
       bound = kernel_bound(u, truth, t.v_abs_max);
+      reference_points = std::move(t.values);  // the rounded truth: where the reference itself overflows
     } else {
       bound = reference_bound(*judge, truth, t.widen);
     }
   }
-  const ErrorSummary s = summarize_errors(actual, truth, *judge, bound);
+  const ErrorSummary s = summarize_errors(actual, truth, *judge, bound, reference_points);
   const std::string text = opt.json ? summary_json(s, *judge) : summary_text(s, *judge);
   std::printf("%s\n", text.c_str());
   return s.pass ? kExitOk : kExitFindings;

@@ -99,6 +99,7 @@ class Emulation {
   std::vector<char> stored_;
   FlashStats stats_;
   int64_t padding_seq_ = -1, padding_row_ = -1;
+  int64_t overflow_seq_ = -1, overflow_row_ = -1;
 };
 
 void Emulation::setup_compute() {
@@ -194,6 +195,8 @@ void Emulation::compute_kv_block(const VmemKvBuffer& buf, const FlashScalars& fs
       st.multiply_adds += one.multiply_adds;
       if (st.padding_weighted_rows == 0) st.first_padding_row = one.first_padding_row;
       st.padding_weighted_rows += one.padding_weighted_rows;
+      if (st.pv_overflow_rows == 0) st.first_pv_overflow_row = one.first_pv_overflow_row;
+      st.pv_overflow_rows += one.pv_overflow_rows;
     }
   };
   const int64_t chunks = int64_t(chunk_stats_.size());
@@ -213,6 +216,11 @@ void Emulation::compute_kv_block(const VmemKvBuffer& buf, const FlashScalars& fs
       padding_row_ = fs.q_len_start + c.first_padding_row;
     }
     stats_.padding_weighted_rows += c.padding_weighted_rows;
+    if (stats_.pv_overflow_rows == 0 && c.pv_overflow_rows > 0) {
+      overflow_seq_ = seq;
+      overflow_row_ = fs.q_len_start + c.first_pv_overflow_row;
+    }
+    stats_.pv_overflow_rows += c.pv_overflow_rows;
   }
   for (int64_t qi = std::max<int64_t>(st.start, 0); qi < std::min<int64_t>(st.end, g_.rows_alloc); ++qi)
     stored_[size_t(qi)] = 1;
@@ -307,6 +315,12 @@ TiledResult Emulation::run() {
                    ") over the zeroed KV slots past kv_len in a sequence's last KV block instead of dropping them; in " +
                    num(stats_.padding_weighted_rows) + " row updates they got non-zero weight (first: seq " +
                    num(padding_seq_) + ", q row " + num(padding_row_) + "), which the reference has no slots for");
+  if (stats_.pv_overflow_rows > 0)
+    diags_.add(DiagKind::kPvOverflow,
+               "the kernel's p.v of a KV block, dot(s_curr, v) with unnormalised weights, and l_alpha * o_curr + "
+               "beta * qkv (kernel.py:540, 581) went past float32's 3.4e38 from finite values in " +
+                   num(stats_.pv_overflow_rows) + " row updates (first: seq " + num(overflow_seq_) + ", q row " +
+                   num(overflow_row_) + "); the reference normalises the weights first (kernel.py:142-145)");
   return {};
 }
 

@@ -6,6 +6,7 @@ namespace rpa::tiled {
 std::string_view diag_name(DiagKind kind) {
   switch (kind) {
     case DiagKind::kMaskValueOverPadding: return "known-divergence.mask-value-over-padding";
+    case DiagKind::kPvOverflow: return "known-divergence.pv-overflow";
     case DiagKind::kTraceAssertQDtype: return "trace-assertion.q-dtype";
     case DiagKind::kTraceAssertKvDtypeMismatch: return "trace-assertion.kv-dtype-mismatch";
     case DiagKind::kTraceAssertHeadDim: return "trace-assertion.head-dim";
@@ -25,7 +26,8 @@ std::string_view diag_name(DiagKind kind) {
 
 DiagClass diag_class(DiagKind kind) {
   switch (kind) {
-    case DiagKind::kMaskValueOverPadding: return DiagClass::kKnownDivergence;
+    case DiagKind::kMaskValueOverPadding:
+    case DiagKind::kPvOverflow: return DiagClass::kKnownDivergence;
     case DiagKind::kTraceAssertQDtype:
     case DiagKind::kTraceAssertKvDtypeMismatch:
     case DiagKind::kTraceAssertHeadDim: return DiagClass::kTraceAssertion;

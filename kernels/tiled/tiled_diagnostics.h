@@ -15,6 +15,7 @@ enum class DiagKind : uint8_t {
   // The kernel and the reference differ by construction; the emulation
   // follows the kernel. Not a failure of the implementation under test.
   kMaskValueOverPadding,  // "known-divergence.mask-value-over-padding"
+  kPvOverflow,            // "known-divergence.pv-overflow": V near float32's largest values
   // The TPU kernel would raise AssertionError while tracing; the emulation
   // computes anyway (unless TiledConfig::strict_trace_asserts).
   kTraceAssertQDtype,          // fold_on_2nd_minor, kernel.py:396

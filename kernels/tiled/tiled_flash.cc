@@ -85,7 +85,7 @@ void flash_attention(const Geometry& g, const FlashOptions& o, const FlashScalar
   for (int64_t qi = row_lo; qi < row_hi; ++qi) {
     // row_ids (kernel.py:515-525): the causal position of q row qi.
     const int64_t row_id = (s.kv_len - s.q_len) + s.q_len_start - s.q_start + qi;
-    bool row_weights_padding = false;
+    bool row_weights_padding = false, row_overflows = false;
     for (int64_t gi = 0; gi < group; ++gi) {
       const int64_t rr = qi * group + gi;
       for (int64_t c = 0; c < d; ++c) qd[c] = r.q[rr * d + c];
@@ -136,6 +136,9 @@ void flash_attention(const Geometry& g, const FlashOptions& o, const FlashScalar
         const float a = l_alpha * o_curr;
         const float b = beta * float(pv[c]);
         acc[c] = (a + b) / l_next_safe;
+        if (!std::isfinite(acc[c]) && std::isfinite(o_curr) && std::isfinite(l_alpha) && std::isfinite(beta) &&
+            std::isfinite(pv[c]))
+          row_overflows = true;
       }
 
       if (valid < n_kv) {
@@ -143,6 +146,10 @@ void flash_attention(const Geometry& g, const FlashOptions& o, const FlashScalar
         for (int64_t t = valid; t < n_kv; ++t) pad += qk[t];
         if (beta * pad > 0.0f) row_weights_padding = true;
       }
+    }
+    if (row_overflows) {
+      if (stats.pv_overflow_rows == 0) stats.first_pv_overflow_row = qi;
+      ++stats.pv_overflow_rows;
     }
     if (row_weights_padding) {
       if (stats.padding_weighted_rows == 0) stats.first_padding_row = qi;

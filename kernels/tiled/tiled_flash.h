@@ -52,6 +52,11 @@ struct FlashStats {
   // masks with mask_value, not removes) a non-zero weight.
   int64_t padding_weighted_rows = 0;
   int64_t first_padding_row = -1;  // block-local q row of the first one
+  // Rows whose float32 update (dot(s_curr, v), l_alpha * o_curr + beta *
+  // qkv) went past 3.4e38 from finite inputs: the kernel's unnormalised p.v
+  // overflows where the reference's normalised one need not.
+  int64_t pv_overflow_rows = 0;
+  int64_t first_pv_overflow_row = -1;  // block-local q row of the first one
 };
 
 // Reused buffers, so a step allocates nothing.

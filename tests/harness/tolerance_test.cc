@@ -49,6 +49,31 @@ TEST(Tolerance, NanAndInfMustAgreeInPosition) {
   EXPECT_FALSE(b.pass);
 }
 
+// Where the reference's own float32 arithmetic is NaN or Inf (the rounded
+// truth), a NaN or Inf of either kind is accepted; a finite output there is
+// still held to the exact truth, and a NaN where the reference is finite
+// still fails.
+TEST(Tolerance, NonFiniteOutputsAreAcceptedOnlyWhereTheReferenceIsNonFinite) {
+  const std::vector<double> truth{1.0, 2.0, kInf, 4.0, 5.0};
+  const std::vector<double> reference{1.0, kNaN, kNaN, kInf, 5.0};
+  const std::vector<double> bound(5, 0.5);
+  const std::vector<double> overflowing{1.0, kNaN, kNaN, -kInf, 5.0};
+  const ErrorSummary a = summarize_errors(overflowing, truth, DType::kFloat32, bound, reference);
+  EXPECT_TRUE(a.pass);
+  EXPECT_EQ(a.reference_nonfinite, 3);
+  EXPECT_FALSE(summarize_errors(overflowing, truth, DType::kFloat32, bound).pass);  // without the reference
+  const std::vector<double> exact{1.0, 2.0, kInf, 4.0, 5.0};
+  const ErrorSummary b = summarize_errors(exact, truth, DType::kFloat32, bound, reference);
+  EXPECT_TRUE(b.pass);
+  EXPECT_EQ(b.reference_nonfinite, 0);
+  const std::vector<double> wrong_finite{1.0, 9.0, kInf, 4.0, 5.0};  // finite, far from the truth
+  EXPECT_EQ(summarize_errors(wrong_finite, truth, DType::kFloat32, bound, reference).over_bound, 1);
+  const std::vector<double> nan_elsewhere{1.0, kNaN, kNaN, kInf, kNaN};  // the reference is finite at 4
+  const ErrorSummary c = summarize_errors(nan_elsewhere, truth, DType::kFloat32, bound, reference);
+  EXPECT_FALSE(c.pass);
+  EXPECT_EQ(c.nan_mismatches, 1);
+}
+
 TEST(Tolerance, SummaryHasMaxP99AndMean) {
   // 100 elements: errors of 0 ulps except element 7 (3 ulps) and 42 (1 ulp).
   std::vector<double> truth(100, 1.0), actual(100, 1.0);

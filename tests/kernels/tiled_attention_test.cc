@@ -277,6 +277,38 @@ TEST(TiledAttention, SmallMaskValueWeighsThePaddingSlots) {
   EXPECT_FALSE(testing::run(p, s.num_q_heads, 2 * s.num_kv_heads).diags.has(DiagKind::kMaskValueOverPadding));
 }
 
+// V near float32's largest values: every V element 1 times v_scale, every
+// score 0 (sm_scale 0), so each KV block's dot(s_curr, v) (kernel.py:540)
+// sums 8 weights of 1 times v_scale. At v_scale 2^126 that passes 3.4e38
+// and the kernel's output is Inf where the reference's (the uniform average
+// of V, v_scale itself) is finite: the emulation keeps the kernel's Inf and
+// names the divergence. At 2^120 nothing overflows: the output is v_scale
+// and nothing is reported.
+TEST(TiledAttention, UnnormalisedPvOverflowIsAKnownDivergence) {
+  Spec s;
+  s.seqs = {{2, 16}, {1, 9}};
+  s.sm_scale = 0.0f;
+  s.has_v_scale = true;
+  Problem p = testing::make_problem(s, 23);
+  for (int64_t pg = 0; pg < p.total_num_pages; ++pg)
+    for (int64_t slot = 0; slot < s.page_size; ++slot)
+      for (int64_t kvh = 0; kvh < s.num_kv_heads; ++kvh)
+        for (int64_t d = 0; d < s.head_dim; ++d) p.kv[p.kv_index(pg, slot, 2 * kvh + 1, d)] = 1.0f;
+  p.num_kv_pages_per_block = 2;  // blocks of 8 keys
+  p.num_queries_per_block = 2;
+  for (const auto& [exp2, overflows] : {std::pair{126, true}, std::pair{120, false}}) {
+    p.spec.v_scale = std::ldexp(1.0f, exp2);
+    const auto r = testing::run(p, s.num_q_heads, 2 * s.num_kv_heads);
+    ASSERT_EQ(r.result.code, RPA_OK);
+    EXPECT_EQ(r.diags.has(DiagKind::kPvOverflow), overflows) << r.diags.lines().size();
+    const int64_t rows = 3 * s.num_q_heads * s.head_dim;
+    for (int64_t i = 0; i < rows; ++i) {
+      if (overflows) ASSERT_TRUE(std::isinf(r.out[size_t(i)])) << i << ": " << r.out[size_t(i)];
+      else ASSERT_NEAR(r.out[size_t(i)], p.spec.v_scale, 1e-6 * p.spec.v_scale) << i;
+    }
+  }
+}
+
 // docs/tiled.md: rows past cu_q_lens[num_seqs] come from acc_ref as the
 // kernel left it. In a q block that only partly holds tokens, the rows past
 // the last token keep the accumulator of the same rows of the previous q
