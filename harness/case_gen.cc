@@ -150,6 +150,13 @@ Case random_case(uint64_t seed, const GenOptions& o) {
     const bool quantised = dtype_bits(kv_dtype) <= 8;
     if (quantised ? rng.chance(60) : rng.chance(15)) a.k_scale = PyValue::floating(rng.pick(std::vector<double>{0.5, 0.25, 2.0}));
     if (quantised ? rng.chance(60) : rng.chance(15)) a.v_scale = PyValue::floating(rng.pick(std::vector<double>{0.5, 0.125, 1.5}));
+    // Now and then a scale at float32's edges: dequantised K or V near 3.4e38
+    // (scores and p.v sums past float32's range, values cast to Inf), in the
+    // subnormals, zero or negative (docs/tolerance.md, "Reference overflow").
+    if (rng.chance(4)) {
+      const double edge = rng.pick(std::vector<double>{1e38, 3e38, 0x1p120, 0x1p-140, 1e-30, 0.0, -2.0});
+      (rng.chance(50) ? a.k_scale : a.v_scale) = PyValue::floating(edge);
+    }
   }
   return c;
 }
