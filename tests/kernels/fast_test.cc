@@ -769,27 +769,38 @@ TEST(FastEdges, DecodeItemBatchesOfScaledEightBitFloatKv) {
           }
 }
 
+// Decode batches (q_len 1: decode items) and prefill-like ones (q_len 40:
+// tiles) over `kvs`, q float32 and bfloat16, every bfloat16 path, each
+// adjusted by `setup` and held to the float64 math.
+template <class Setup>
+void expect_batches_within_bound(std::mt19937& rng, std::initializer_list<DType> kvs,
+                                 const std::vector<int64_t>& kv_lens, Setup setup) {
+  for (DType kv : kvs)
+    for (DType q : {DType::kFloat32, DType::kBFloat16})
+      for (int64_t q_len : {1, 40})
+        for (const Bf16Mode& mode : kBf16Modes) {
+          TestCase c = decode_batch(rng, q, kv, 2, 4, q_len, kv_lens);
+          setup(c);
+          c.threads = int(1 + rng() % 3);
+          SCOPED_TRACE(describe(c) + " q_len=" + std::to_string(q_len) + " " + mode.name);
+          expect_within_bound(c, run_fast(c, with_bf16_mode(mode)));
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+}
+
 // V near float32's largest values (v_scale 2^124 on |V| up to 2): the
 // reference's softmax weights are normalised before p.v (kernel.py:142-145),
 // so its output stays finite; a flash-style O = sum e^(s - m) V over 300 keys
 // would pass 3.4e38 before the division by l unless the weights are scaled
-// down with it (SeqPlan::p_shift). Decode items (q_len 1) and tiles (q_len
-// 40), every KV dtype the scale applies to, every bfloat16 path; against the
-// float64 math, which has the range.
+// down with it (SeqPlan::p_shift). Every KV dtype the scale applies to;
+// the float64 math has the range.
 TEST(FastEdges, VNearFloat32sLargestDoesNotOverflowTheAccumulator) {
   std::mt19937 rng(2026);
-  for (DType kv : {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN, DType::kInt8})
-    for (DType q : {DType::kFloat32, DType::kBFloat16})
-      for (int64_t q_len : {1, 40})
-        for (const Bf16Mode& mode : kBf16Modes) {
-          TestCase c = decode_batch(rng, q, kv, 2, 4, q_len, {300, 64, 5});
-          c.has_v_scale = true;
-          c.v_scale = 0x1p124f;
-          c.threads = int(1 + rng() % 3);
-          SCOPED_TRACE(describe(c) + " q_len=" + std::to_string(q_len) + " " + mode.name);
-          expect_within_bound(c, run_fast(c, with_bf16_mode(mode)));
-          if (HasFatalFailure()) return;
-        }
+  expect_batches_within_bound(rng, {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN, DType::kInt8},
+                              {300, 64, 5}, [](TestCase& c) {
+                                c.has_v_scale = true;
+                                c.v_scale = 0x1p124f;
+                              });
 }
 
 // K near float32's largest values whose exact q.k is 0: k_scale 2^127 on
@@ -800,28 +811,21 @@ TEST(FastEdges, VNearFloat32sLargestDoesNotOverflowTheAccumulator) {
 // must be recomputed exactly like a large one, not kept.
 TEST(FastEdges, ScoresWhoseFloat32SumsOverflowAreRecomputedExactly) {
   std::mt19937 rng(1238);
-  for (DType kv : {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN})
-    for (DType q : {DType::kFloat32, DType::kBFloat16})
-      for (int64_t q_len : {1, 40})
-        for (const Bf16Mode& mode : kBf16Modes) {
-          TestCase c = decode_batch(rng, q, kv, 2, 4, q_len, {100, 17, 3});
-          for (int64_t i = 0; i < c.S; ++i)
-            for (int64_t j = 0; j < c.kv_lens[i]; ++j)
-              for (int64_t h = 0; h < c.Hc; h += 2)
-                for (int64_t d = 0; d < c.D; d += 2) {
-                  const float r = (rng() % 2 ? 1.0f : 0.5f) * (rng() % 2 ? 1.0f : -1.0f);
-                  const int64_t page = c.page_indices[i * c.pps + j / c.ps];
-                  c.kv_at(page, j % c.ps, h, d) = r;
-                  c.kv_at(page, j % c.ps, h, d + 1) = -r;
-                }
-          for (size_t e = 0; e < c.q.size(); e += 2) c.q[e + 1] = c.q[e];
-          c.has_k_scale = true;
-          c.k_scale = 0x1p127f;
-          c.threads = int(1 + rng() % 3);
-          SCOPED_TRACE(describe(c) + " q_len=" + std::to_string(q_len) + " " + mode.name);
-          expect_within_bound(c, run_fast(c, with_bf16_mode(mode)));
-          if (HasFatalFailure()) return;
-        }
+  expect_batches_within_bound(
+      rng, {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN}, {100, 17, 3}, [&rng](TestCase& c) {
+        for (int64_t i = 0; i < c.S; ++i)
+          for (int64_t j = 0; j < c.kv_lens[i]; ++j)
+            for (int64_t h = 0; h < c.Hc; h += 2)
+              for (int64_t d = 0; d < c.D; d += 2) {
+                const float r = (rng() % 2 ? 1.0f : 0.5f) * (rng() % 2 ? 1.0f : -1.0f);
+                const int64_t page = c.page_indices[i * c.pps + j / c.ps];
+                c.kv_at(page, j % c.ps, h, d) = r;
+                c.kv_at(page, j % c.ps, h, d + 1) = -r;
+              }
+        for (size_t e = 0; e < c.q.size(); e += 2) c.q[e + 1] = c.q[e];
+        c.has_k_scale = true;
+        c.k_scale = 0x1p127f;
+      });
 }
 
 // Non-finite KV through the decode item, as the reference
