@@ -93,10 +93,19 @@ struct Outputs {
   double* v_abs_max;
 };
 
+// A masked key's weight is e^(s + mask_value - max): with a mask_value of
+// a few units (mask_value = -1, say) masked keys carry real weight, so the
+// row attends them too; below -kNegligibleMask (the default is -2.4e38)
+// their weight is below e^-1000 of the largest. Scores past 1000 in
+// magnitude that could lift a masked key back are not accounted for.
+constexpr double kNegligibleMask = 1000.0;
+
 void write_v_abs_max(const ReferencePlan& p, const SeqPlan& s, const Block& b, int64_t r, double* dst) {
   std::vector<char> attended(static_cast<size_t>(b.C));
+  const double mask = p.options.mask_value;
+  const bool masked_weigh = std::isfinite(mask) && mask > -kNegligibleMask;
   bool any = false;
-  for (int64_t c = 0; c < b.C; ++c) any = (attended[c] = !is_masked(p, s, r, c)) || any;
+  for (int64_t c = 0; c < b.C; ++c) any = (attended[c] = masked_weigh || !is_masked(p, s, r, c)) || any;
   std::fill(dst, dst + b.D, 0.0);
   for (int64_t c = 0; c < b.C; ++c)
     if (!any || attended[c])

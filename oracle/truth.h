@@ -49,7 +49,9 @@ struct TruthOutput {
   // those probabilities round the other way. Zero elsewhere.
   std::vector<double> widen;
   // Per element: max |V| (dequantised) over the keys the row attends (every
-  // key when all are masked, as the reference then averages them all).
+  // key when all are masked, as the reference then averages them all; every
+  // key too when mask_value is finite and above -1000, as masked keys then
+  // carry weight).
   std::vector<double> v_abs_max;
   std::vector<std::string> diagnostics;
 };

@@ -338,6 +338,25 @@ TEST(Truth, KeepingProbabilitiesInFloat32FailsTheBound) {
   EXPECT_GE(failed, total / 4) << failed << " of " << total;
 }
 
+// v_abs_max, the |V| the kernel bound scales with: a key masked by the
+// sliding window weighs e^(s + mask_value - max), which is real weight for
+// mask_value = -1 (its V counts) and e^-2.4e38 = 0 for the default.
+TEST(Truth, MaskedKeysCountInVAbsMaxWhereTheMaskLeavesThemWeight) {
+  Attn t = one_sequence(DType::kFloat32, DType::kFloat32, 1, 2, 1);
+  t.a.sliding_window = PyValue::integer(1);  // key 0 masked: q_span 1 - 1 >= 0
+  t.key(0, 0, 0, false, 0) = 100;
+  t.key(0, 1, 0, false, 0) = 1;
+  TruthOptions o;
+  o.mode = TruthMode::kExact;
+  EXPECT_EQ(truth_ragged_paged_attention(t.a, t.q, t.kv, o).v_abs_max[0], 1.0);
+  t.a.mask_value = PyValue::floating(-1.0);
+  const TruthOutput r = truth_ragged_paged_attention(t.a, t.q, t.kv, o);
+  EXPECT_EQ(r.v_abs_max[0], 100.0);
+  // Scores 0 and 0, key 0 masked by -1: out = (100 / e + 1) / (1 / e + 1).
+  const Real e = boost::multiprecision::exp(Real(1));
+  EXPECT_EQ(r.values[0], round_real_to_double((100 / e + 1) / (1 / e + 1)));
+}
+
 TEST(Truth, ExactTruthIsWithinTheKernelBoundOfTheRoundedOne) {
   for (uint64_t seed = 200; seed < 230; ++seed) {
     const Case c = random_case(seed);
