@@ -157,6 +157,15 @@ Case random_case(uint64_t seed, const GenOptions& o) {
       const double edge = rng.pick(std::vector<double>{1e38, 3e38, 0x1p120, 0x1p-140, 1e-30, 0.0, -2.0});
       (rng.chance(50) ? a.k_scale : a.v_scale) = PyValue::floating(edge);
     }
+    // A mask_value small enough that masked keys keep weight (the tiled
+    // emulation's known divergence over padding slots), zero, or float32's
+    // lowest; sm_scale and soft_cap at their edges now and then.
+    if (rng.chance(10)) a.mask_value = PyValue::floating(rng.pick(std::vector<double>{-1.0, -20.0, -1e9, 0.0, -3.4e38}));
+    // (No huge sm_scale: scores near 1e30 swallow mask_value and every
+    // float32 rounding of them moves the weights arbitrarily, the
+    // reference's included, so the exact truth cannot judge them.)
+    if (rng.chance(3)) a.sm_scale = PyValue::floating(rng.pick(std::vector<double>{1e-40, 0.0, -1.0}));
+    if (rng.chance(3)) a.soft_cap = PyValue::floating(rng.pick(std::vector<double>{1e-30, 1e30, 1e-3}));
   }
   return c;
 }

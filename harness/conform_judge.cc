@@ -64,6 +64,7 @@ Verdict judge(const Case& c, const std::string& impl, const ImplOutput& got, con
     const ErrorSummary ref = summarize_errors(reference->values, truth.values, judge_dtype, bound, ref_points);
     if (far_worse_than_reference(s, ref)) {
       v.ok = false;
+      v.kernel_finding = names_kernel_finding(got.diagnostics);
       v.detail = fmt::format("within the bound but far worse than the reference: max {:.2f} ulp vs {:.2f}",
                              s.max_ulps, ref.max_ulps);
     }
