@@ -219,8 +219,52 @@ BenchReport run_bench(const BenchOptions& o) {
   // upstream shape shares: drawn and encoded once per KV dtype.
   std::map<DType, KvPages> kv_pages;
   std::vector<int64_t> pages_kv_lens;  // the kv_lens kv_pages hold pages for
-  for (const Shape& shape : kShapes) {
-    if (!wanted(o.shapes, shape.name)) continue;
+  // A row's cases and samples, kept until its last window of fast calls.
+  struct Entry {
+    DType q = DType::kFloat32, kv = DType::kFloat32;
+    Work w;
+    Case c;
+    FastCall fast;
+    bool fast_ok = false;
+    std::vector<double> times;
+    std::string why;
+    std::vector<BenchRow> slow_rows;
+  };
+  struct ShapeRows {
+    const Shape* shape = nullptr;
+    std::vector<std::unique_ptr<Entry>> entries;
+    int later_windows = 0;  // windows of its fast calls still to come after its own phase
+    int per_window = 0;     // calls per row in each of them
+  };
+  std::vector<const Shape*> shapes;
+  for (const Shape& shape : kShapes)
+    if (wanted(o.shapes, shape.name)) shapes.push_back(&shape);
+  std::vector<ShapeRows> done_shapes;  // shapes whose own phase ran, in order
+  const bool fast_wanted = wanted(o.impls, "fast");
+  // One call of every row of `sr` a round, n rounds.
+  const auto rounds = [&](ShapeRows& sr, int n) {
+    for (int i = 0; i < n; ++i)
+      for (auto& e : sr.entries)
+        if (e->fast_ok) e->fast_ok = time_fast(e->fast, 1, e->times, e->why);
+  };
+  // A shape's rows once its last window ran: fast first, then its slow rows.
+  const auto emit = [&](ShapeRows& sr) {
+    const size_t shape_rows_at = rep.rows.size();
+    for (auto& e : sr.entries) {
+      if (e->fast_ok) {
+        rep.rows.push_back(make_row("fast", sr.shape->name, e->q, e->kv, e->times, e->w, rep.ceilings));
+      } else if (fast_wanted) {
+        rep.notes.push_back("fast " + row_label(sr.shape->name, e->q, e->kv) + " failed: " + e->why);
+      }
+      rep.rows.insert(rep.rows.end(), e->slow_rows.begin(), e->slow_rows.end());
+    }
+    sr.entries.clear();
+    if (o.progress && rep.rows.size() > shape_rows_at)
+      o.progress(bench_table(
+          {rep.ceilings, std::vector<BenchRow>(rep.rows.begin() + std::ptrdiff_t(shape_rows_at), rep.rows.end()), {}}));
+  };
+  for (size_t si = 0; si < shapes.size(); ++si) {
+    const Shape& shape = *shapes[si];
     const SeqLens lens = upstream_seq_lens(shape.upstream);
     std::vector<int64_t> kv_lens;
     for (const auto& [q_len, kv_len] : lens) kv_lens.push_back(kv_len);
@@ -229,17 +273,9 @@ BenchReport run_bench(const BenchOptions& o) {
       pages_kv_lens = kv_lens;
     }
     // This shape's cases in row order (KV dtype, then q dtype).
-    struct Entry {
-      DType q = DType::kFloat32, kv = DType::kFloat32;
-      Work w;
-      Case c;
-      FastCall fast;
-      bool fast_ok = false;
-      std::vector<double> times;
-      std::string why;
-      std::vector<BenchRow> slow_rows;
-    };
-    std::vector<std::unique_ptr<Entry>> entries;
+    ShapeRows sr;
+    sr.shape = &shape;
+    std::vector<std::unique_ptr<Entry>>& entries = sr.entries;
     for (DType kv : kKvDtypes) {
       if (!wanted(o.kv_dtypes, dtype_name(kv))) continue;
       const Work w = work_of(lens, kv);
@@ -265,7 +301,6 @@ BenchReport run_bench(const BenchOptions& o) {
         entries.push_back(std::move(e));
       }
     }
-    const bool fast_wanted = wanted(o.impls, "fast");
     if (fast_wanted)
       for (auto& e : entries) {
         prepare_fast(e->c, threads, kv_pages[e->kv], e->fast);
@@ -277,16 +312,19 @@ BenchReport run_bench(const BenchOptions& o) {
     // rounds - a few samples of every row, which their medians pass over -
     // instead of on every sample of a few rows. Where slow rows are timed,
     // half the rounds come before them and half after, so the two sides of
-    // the speed-up ratio are timed over the same stretch of time.
-    const auto rounds = [&](int n) {
-      for (int i = 0; i < n; ++i)
-        for (auto& e : entries)
-          if (e->fast_ok) e->fast_ok = time_fast(e->fast, 1, e->times, e->why);
-    };
+    // the speed-up ratio are timed over the same stretch of time. The
+    // rounds are also spread over the run: a shape's calls are split
+    // evenly between its own phase and one window after each later
+    // shape's, so a slow stretch of the machine (one quick run timed the
+    // decode rows at 0.76 ms, both q dtypes, against 0.54-0.70 ms in the
+    // runs around it) holds a third of the decode's calls, not all.
+    sr.later_windows = int(shapes.size() - 1 - si);
+    sr.per_window = fast_repeats / (1 + sr.later_windows);
+    const int own = fast_repeats - sr.per_window * sr.later_windows;
     const bool slow_here = !(o.quick && std::strcmp(shape.name, "mixed") != 0) &&
                            (wanted(o.impls, "reference") || wanted(o.impls, "tiled"));
-    const int fast_first = slow_here ? (fast_repeats + 1) / 2 : fast_repeats;
-    rounds(fast_first);
+    const int fast_first = slow_here ? (own + 1) / 2 : own;
+    rounds(sr, fast_first);
     for (auto& e : entries)
       for (const auto& [impl, name] : {std::pair{"reference", "oracle"}, std::pair{"tiled", "tiled"}}) {
         if (!slow_here || !wanted(o.impls, impl)) continue;
@@ -298,19 +336,16 @@ BenchReport run_bench(const BenchOptions& o) {
           rep.notes.push_back(std::string(impl) + " " + row_label(shape.name, e->q, e->kv) + " skipped: " + why);
         }
       }
-    rounds(fast_repeats - fast_first);
-    const size_t shape_rows_at = rep.rows.size();
-    for (auto& e : entries) {
-      if (e->fast_ok) {
-        rep.rows.push_back(make_row("fast", shape.name, e->q, e->kv, e->times, e->w, rep.ceilings));
-      } else if (fast_wanted) {
-        rep.notes.push_back("fast " + row_label(shape.name, e->q, e->kv) + " failed: " + e->why);
+    rounds(sr, own - fast_first);
+    for (auto& e : entries) e->c = Case();  // the pages' values: only the slow rows read them
+    // The later windows of the shapes before this one.
+    for (ShapeRows& prev : done_shapes)
+      if (prev.later_windows > 0) {
+        rounds(prev, prev.per_window);
+        if (--prev.later_windows == 0) emit(prev);
       }
-      rep.rows.insert(rep.rows.end(), e->slow_rows.begin(), e->slow_rows.end());
-    }
-    if (o.progress && rep.rows.size() > shape_rows_at)
-      o.progress(bench_table(
-          {rep.ceilings, std::vector<BenchRow>(rep.rows.begin() + std::ptrdiff_t(shape_rows_at), rep.rows.end()), {}}));
+    done_shapes.push_back(std::move(sr));
+    if (done_shapes.back().later_windows == 0) emit(done_shapes.back());
   }
   // The ceilings again after the rows: a shared virtual machine can lend
   // less than its cores for a while (one quick run read the FMA ceiling at

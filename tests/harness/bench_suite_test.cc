@@ -110,6 +110,24 @@ TEST(BenchSuite, EveryRowOfAShapeIsTimedInRowOrder) {
   for (const std::string& n : r.notes) EXPECT_EQ(n.find("failed"), std::string::npos) << n;
 }
 
+// A shape's fast calls are spread over the run (its own phase and one
+// window after each later shape): every row still has exactly `repeats`
+// calls, and the rows come out in shape order.
+TEST(BenchSuite, CallsSpreadOverTheRunKeepEveryRowsCountAndOrder) {
+  BenchOptions o;
+  o.quick = true;
+  o.repeats = 5;  // decode: 3 in its own phase, 2 after prefill's
+  o.shapes = {"decode", "prefill"};
+  o.impls = {"fast"};
+  o.q_dtypes = {"bfloat16"};
+  o.kv_dtypes = {"bfloat16"};
+  const BenchReport r = run_bench(o);
+  ASSERT_EQ(r.rows.size(), 2u) << bench_table(r);
+  EXPECT_EQ(r.rows[0].shape, "decode");
+  EXPECT_EQ(r.rows[1].shape, "prefill");
+  for (const BenchRow& row : r.rows) EXPECT_EQ(row.repeats, 5) << row.shape;
+}
+
 TEST(BenchSuite, JsonHasTheIssuesFields) {
   const BenchReport& r = mixed_run();
   const nlohmann::json j = nlohmann::json::parse(bench_json(r));
