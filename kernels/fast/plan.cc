@@ -241,8 +241,9 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
     // (kernel.py:128-129 casts v * v_scale to q's dtype), and a masked key's
     // weight of exactly 0 times Inf is NaN in the reference's p.v einsum
     // (kernel.py:145): such a sequence is computed in full too. (The K side
-    // is in raw_score_bound.)
-    const bool v_dequant_finite = !c.has_v_scale || dequantized_max(c, vmax_f, c.v_scale) <= max_finite(c.q_dtype);
+    // is in raw_score_bound.) vmax_deq also sizes the softmax's p_shift.
+    const double vmax_deq = c.has_v_scale ? dequantized_max(c, vmax_f, c.v_scale) : double(vmax_f);
+    const bool v_dequant_finite = !c.has_v_scale || vmax_deq <= max_finite(c.q_dtype);
     const double kmax = kmax_f;
     // Tiles find their keys from their first and last rows, which needs the
     // ranges to move monotonically: no int32 wraparound in q_span (or in
@@ -253,7 +254,6 @@ bool make_plan(const rpa_problem& p, const NativeKv& kv, const PlanShape& shape,
     s.skip_kv = allow_skip && finite && v_dequant_finite && monotone;
     s.kmax = kmax;
     s.k_finite = finite;
-    const double vmax_deq = c.has_v_scale ? dequantized_max(c, vmax_f, c.v_scale) : double(vmax_f);
     s.p_shift = softmax_shift(double(s.num_keys), std::min(vmax_deq, max_finite(c.q_dtype)));
     // The q side: here for the few rows of a group sequence (its key chunks
     // are planned from the result); a tile proves its own rows while it has

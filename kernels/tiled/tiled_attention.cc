@@ -97,9 +97,17 @@ class Emulation {
   std::vector<WorkerScratch> scratch_;
   std::vector<FlashStats> chunk_stats_;
   std::vector<char> stored_;
-  FlashStats stats_;
-  int64_t padding_seq_ = -1, padding_row_ = -1;
-  int64_t overflow_seq_ = -1, overflow_row_ = -1;
+  double multiply_adds_ = 0;  // over the run, against TiledConfig::max_multiply_adds
+  // A finding's row updates over the run, and where the first was.
+  struct Finding {
+    RowTally rows;      // first_row: the q row within its sequence
+    int64_t seq = -1;   // the first one's sequence
+  };
+  Finding padding_, pv_overflow_;
+  static void tally(Finding& f, const RowTally& block, int64_t seq, int64_t q_len_start) {
+    if (f.rows.rows == 0 && block.rows > 0) f.seq = seq, f.rows.first_row = q_len_start + block.first_row;
+    f.rows.rows += block.rows;
+  }
 };
 
 void Emulation::setup_compute() {
@@ -193,10 +201,8 @@ void Emulation::compute_kv_block(const VmemKvBuffer& buf, const FlashScalars& fs
       FlashStats one;
       flash_attention(g_, fo_, fs, r, sc.work, one);
       st.multiply_adds += one.multiply_adds;
-      if (st.padding_weighted_rows == 0) st.first_padding_row = one.first_padding_row;
-      st.padding_weighted_rows += one.padding_weighted_rows;
-      if (st.pv_overflow_rows == 0) st.first_pv_overflow_row = one.first_pv_overflow_row;
-      st.pv_overflow_rows += one.pv_overflow_rows;
+      st.padding_weighted.merge(one.padding_weighted);
+      st.pv_overflow.merge(one.pv_overflow);
     }
   };
   const int64_t chunks = int64_t(chunk_stats_.size());
@@ -210,17 +216,9 @@ void Emulation::compute_kv_block(const VmemKvBuffer& buf, const FlashScalars& fs
     for (int64_t ci = 0; ci < chunks; ++ci) chunk_job(ci, 0);
   }
   for (const FlashStats& c : chunk_stats_) {  // merged in head order: deterministic
-    stats_.multiply_adds += c.multiply_adds;
-    if (stats_.padding_weighted_rows == 0 && c.padding_weighted_rows > 0) {
-      padding_seq_ = seq;
-      padding_row_ = fs.q_len_start + c.first_padding_row;
-    }
-    stats_.padding_weighted_rows += c.padding_weighted_rows;
-    if (stats_.pv_overflow_rows == 0 && c.pv_overflow_rows > 0) {
-      overflow_seq_ = seq;
-      overflow_row_ = fs.q_len_start + c.first_pv_overflow_row;
-    }
-    stats_.pv_overflow_rows += c.pv_overflow_rows;
+    multiply_adds_ += c.multiply_adds;
+    tally(padding_, c.padding_weighted, seq, fs.q_len_start);
+    tally(pv_overflow_, c.pv_overflow, seq, fs.q_len_start);
   }
   for (int64_t qi = std::max<int64_t>(st.start, 0); qi < std::min<int64_t>(st.end, g_.rows_alloc); ++qi)
     stored_[size_t(qi)] = 1;
@@ -283,7 +281,7 @@ TiledResult Emulation::run() {
           if (cfg_.compute) {
             fs.kv_blk_idx = kv_blk;
             compute_kv_block(kv, fs, seq);
-            if (stats_.multiply_adds > cfg_.max_multiply_adds)
+            if (multiply_adds_ > cfg_.max_multiply_adds)
               return fail(RPA_ERR_UNSUPPORTED, "",
                           "tiled: work budget of " + num(int64_t(cfg_.max_multiply_adds)) +
                               " multiply-adds spent (kv_lens, cu_q_lens or num_seqs far beyond the pages)");
@@ -309,18 +307,18 @@ TiledResult Emulation::run() {
     }
   }
   dma.finish();
-  if (stats_.padding_weighted_rows > 0)
+  if (padding_.rows.rows > 0)
     diags_.add(DiagKind::kMaskValueOverPadding,
                "the kernel adds mask_value (" + std::to_string(p_.mask_value) +
                    ") over the zeroed KV slots past kv_len in a sequence's last KV block instead of dropping them; in " +
-                   num(stats_.padding_weighted_rows) + " row updates they got non-zero weight (first: seq " +
-                   num(padding_seq_) + ", q row " + num(padding_row_) + "), which the reference has no slots for");
-  if (stats_.pv_overflow_rows > 0)
+                   num(padding_.rows.rows) + " row updates they got non-zero weight (first: seq " +
+                   num(padding_.seq) + ", q row " + num(padding_.rows.first_row) + "), which the reference has no slots for");
+  if (pv_overflow_.rows.rows > 0)
     diags_.add(DiagKind::kPvOverflow,
                "the kernel's p.v of a KV block, dot(s_curr, v) with unnormalised weights, and l_alpha * o_curr + "
                "beta * qkv (kernel.py:540, 581) went past float32's 3.4e38 from finite values in " +
-                   num(stats_.pv_overflow_rows) + " row updates (first: seq " + num(overflow_seq_) + ", q row " +
-                   num(overflow_row_) + "); the reference normalises the weights first (kernel.py:142-145)");
+                   num(pv_overflow_.rows.rows) + " row updates (first: seq " + num(pv_overflow_.seq) + ", q row " +
+                   num(pv_overflow_.rows.first_row) + "); the reference normalises the weights first (kernel.py:142-145)");
   return {};
 }
 

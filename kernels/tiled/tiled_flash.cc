@@ -147,14 +147,8 @@ void flash_attention(const Geometry& g, const FlashOptions& o, const FlashScalar
         if (beta * pad > 0.0f) row_weights_padding = true;
       }
     }
-    if (row_overflows) {
-      if (stats.pv_overflow_rows == 0) stats.first_pv_overflow_row = qi;
-      ++stats.pv_overflow_rows;
-    }
-    if (row_weights_padding) {
-      if (stats.padding_weighted_rows == 0) stats.first_padding_row = qi;
-      ++stats.padding_weighted_rows;
-    }
+    if (row_overflows) stats.pv_overflow.add(qi);
+    if (row_weights_padding) stats.padding_weighted.add(qi);
   }
   stats.multiply_adds += double(row_hi - row_lo) * double(group) * double(n_kv) * double(d) * 2.0;
 }

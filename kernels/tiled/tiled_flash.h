@@ -46,17 +46,29 @@ struct FlashRefs {
   int64_t acc_row_stride = 0;
 };
 
+// Row updates that met a condition: how many, and the q row of the first.
+struct RowTally {
+  int64_t rows = 0;
+  int64_t first_row = -1;
+  void add(int64_t row) {
+    if (rows++ == 0) first_row = row;
+  }
+  void merge(const RowTally& o) {
+    if (rows == 0) first_row = o.first_row;
+    rows += o.rows;
+  }
+};
+
 struct FlashStats {
   double multiply_adds = 0;
   // Rows whose update gave the zeroed slots past kv_len (which the kernel
-  // masks with mask_value, not removes) a non-zero weight.
-  int64_t padding_weighted_rows = 0;
-  int64_t first_padding_row = -1;  // block-local q row of the first one
+  // masks with mask_value, not removes) a non-zero weight. First rows are
+  // block-local.
+  RowTally padding_weighted;
   // Rows whose float32 update (dot(s_curr, v), l_alpha * o_curr + beta *
   // qkv) went past 3.4e38 from finite inputs: the kernel's unnormalised p.v
   // overflows where the reference's normalised one need not.
-  int64_t pv_overflow_rows = 0;
-  int64_t first_pv_overflow_row = -1;  // block-local q row of the first one
+  RowTally pv_overflow;
 };
 
 // Reused buffers, so a step allocates nothing.
