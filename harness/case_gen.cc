@@ -7,25 +7,44 @@
 #include <numeric>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "harness/data_seed.h"
 
 namespace rpa {
 namespace {
 
-// std::uniform_int_distribution differs between standard libraries; plain
-// modulo of the engine's output does not (the tiny bias is irrelevant here).
+// The generator's choices: from a seeded engine (random_case), or read
+// from bytes (random_case_from_bytes) so that libFuzzer's mutations edit
+// the choices themselves - a flipped byte changes a dtype or a length, not
+// the whole case. std::uniform_int_distribution differs between standard
+// libraries; plain modulo of the engine's output does not (the tiny bias
+// is irrelevant here).
 class Rng {
  public:
   explicit Rng(uint64_t seed) : engine_(seed) {}
-  int64_t below(int64_t n) { return n <= 1 ? 0 : int64_t(engine_() % uint64_t(n)); }
+  Rng(const uint8_t* data, size_t size) : data_(data), size_(size), from_bytes_(true) {}
+  int64_t below(int64_t n) { return n <= 1 ? 0 : int64_t(next(uint64_t(n - 1)) % uint64_t(n)); }
   int64_t between(int64_t lo, int64_t hi) { return lo + below(hi - lo + 1); }
   bool chance(int percent) { return below(100) < percent; }
   template <class T>
   const T& pick(const std::vector<T>& v) { return v[size_t(below(int64_t(v.size())))]; }
-  uint64_t raw() { return engine_(); }
+  uint64_t raw() { return next(~uint64_t{0}); }
 
  private:
+  // A value covering [0, max]: the engine's next output, or the next bytes
+  // (as many as max needs, big-endian) and 0 once the input runs out, so
+  // a short input is the simplest case and every input is some case.
+  uint64_t next(uint64_t max) {
+    if (!from_bytes_) return engine_();
+    uint64_t v = 0;
+    for (uint64_t m = max; m != 0 && pos_ < size_; m >>= 8) v = (v << 8) | data_[pos_++];
+    return v;
+  }
   std::mt19937_64 engine_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0, pos_ = 0;
+  bool from_bytes_ = false;
 };
 
 // Number of KV heads get_min_heads_per_blk accepts for this KV dtype
@@ -46,12 +65,9 @@ float poison(DType d) {
                                                  : static_cast<float>(max_finite(d));
 }
 
-}  // namespace
-
-Case random_case(uint64_t seed, const GenOptions& o) {
-  Rng rng(seed);
+Case generate(Rng& rng, const std::string& id, const GenOptions& o) {
   Case c;
-  c.id = "gen-" + std::to_string(seed);
+  c.id = id;
   c.entry = Entry::kReference;
   c.where = c.id;
   CallArgs& a = c.call;
@@ -168,6 +184,22 @@ Case random_case(uint64_t seed, const GenOptions& o) {
     if (rng.chance(3)) a.soft_cap = PyValue::floating(rng.pick(std::vector<double>{1e-30, 1e30, 1e-3}));
   }
   return c;
+}
+
+}  // namespace
+
+Case random_case(uint64_t seed, const GenOptions& o) {
+  Rng rng(seed);
+  return generate(rng, "gen-" + std::to_string(seed), o);
+}
+
+Case random_case_from_bytes(const uint8_t* data, size_t size, const GenOptions& o) {
+  // The id names the input (FNV-1a of its bytes), so a reproducer's file
+  // name says which fuzzer input it came from.
+  uint64_t h = 0xcbf29ce484222325u;
+  for (size_t i = 0; i < size; ++i) h = (h ^ data[i]) * 0x100000001b3u;
+  Rng rng(data, size);
+  return generate(rng, fmt::format("fuzz-{:016x}", h), o);
 }
 
 }  // namespace rpa

@@ -1,6 +1,7 @@
 // Seeded generator of valid attention cases (mixed prefill/decode batches over random page layouts).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -22,5 +23,10 @@ struct GenOptions {
 // The same seed gives the same case on every machine (std::mt19937_64 and
 // integer arithmetic only; tensor contents via data_seed).
 Case random_case(uint64_t seed, const GenOptions& options = {});
+
+// The same generator with its choices read from `data` (libFuzzer's
+// input): each choice takes the next bytes it needs, and 0 once they run
+// out. Id "fuzz-<hash of the bytes>".
+Case random_case_from_bytes(const uint8_t* data, size_t size, const GenOptions& options = {});
 
 }  // namespace rpa

@@ -22,17 +22,46 @@ double percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
-// Saves the case before anything reports it, so no failure is lost.
-std::string save_reproducer(const ConformOptions& o, const Case& c, const std::string& impl, const std::string& why) {
-  std::filesystem::create_directories(o.out_dir);
-  const std::string path = o.out_dir + "/" + c.id + "-" + impl + ".json";
+}  // namespace
+
+std::string save_reproducer(const std::string& out_dir, const Case& c, const std::string& impl,
+                            const std::string& why) {
+  std::filesystem::create_directories(out_dir);
+  const std::string path = out_dir + "/" + c.id + "-" + impl + ".json";
   nlohmann::json j = nlohmann::json::parse(write_case(c));
   j["_finding"] = {{"impl", impl}, {"detail", why}};
   write_file_atomic(path, j.dump() + "\n");
   return path;
 }
 
-}  // namespace
+std::optional<std::vector<Verdict>> conform_case(const Case& c, const std::vector<const ImplSpec*>& impls,
+                                                 const ImplOptions& options) {
+  Truths truths;
+  try {
+    truths = compute_truths(c, options.threads);
+  } catch (const PyError&) {
+    return std::nullopt;
+  }
+  std::optional<ImplOutput> reference;
+  try {
+    reference = find_implementation("oracle")->run(c, options);
+  } catch (const std::exception&) {
+  }
+  std::vector<Verdict> verdicts;
+  for (const ImplSpec* impl : impls) {
+    Verdict v;
+    try {
+      const ImplOutput got = impl->name == "oracle" && reference ? *reference : impl->run(c, options);
+      v = judge(c, impl->name, got, truths, reference ? &*reference : nullptr);
+    } catch (const std::exception& e) {
+      v.ok = false;
+      v.raised = true;
+      v.detail = std::string("raised where the truth did not: ") + e.what();
+    }
+    verdicts.push_back(std::move(v));
+  }
+  return verdicts;
+}
 
 ConformReport run_conform(const ConformOptions& o, std::ostream& progress) {
   using clock = std::chrono::steady_clock;
@@ -52,30 +81,16 @@ ConformReport run_conform(const ConformOptions& o, std::ostream& progress) {
     if (o.shard_count > 1 && k % o.shard_count != o.shard_index) continue;
     const Case c = random_case(o.seed + uint64_t(k), o.gen);
     ++r.cases;
-    Truths truths;
-    try {
-      truths = compute_truths(c, o.impl_options.threads);
-    } catch (const PyError&) {
+    const auto verdicts = conform_case(c, impls, o.impl_options);
+    if (!verdicts) {
       ++r.truth_rejected;
       continue;
     }
-    std::optional<ImplOutput> reference;
-    try {
-      reference = find_implementation("oracle")->run(c, o.impl_options);
-    } catch (const std::exception&) {
-    }
     for (size_t i = 0; i < impls.size(); ++i) {
       ImplTally& t = r.tallies[i];
+      const Verdict& v = (*verdicts)[i];
       ++t.run;
-      Verdict v;
-      try {
-        const ImplOutput got = impls[i]->name == "oracle" && reference ? *reference : impls[i]->run(c, o.impl_options);
-        v = judge(c, impls[i]->name, got, truths, reference ? &*reference : nullptr);
-      } catch (const std::exception& e) {
-        v.ok = false;
-        v.detail = std::string("raised where the truth did not: ") + e.what();
-        ++t.errors;
-      }
+      if (v.raised) ++t.errors;
       t.case_max_ulps.push_back(v.max_ulp);
       t.max_bound_share = std::max(t.max_bound_share, v.bound_share);
       if (v.max_ulp > t.max_ulp || t.worst_case.empty()) t.max_ulp = std::max(t.max_ulp, v.max_ulp), t.worst_case = c.id;
@@ -83,12 +98,12 @@ ConformReport run_conform(const ConformOptions& o, std::ostream& progress) {
         ++t.passed;
       } else if (v.kernel_finding) {
         ++t.kernel_findings;
-        const std::string path = save_reproducer(o, c, t.impl, "kernel finding: " + v.detail);
+        const std::string path = save_reproducer(o.out_dir, c, t.impl, "kernel finding: " + v.detail);
         r.kernel_finding_cases.push_back(path);
         progress << fmt::format("KERNEL FINDING {} {}: {} (saved {})\n", t.impl, c.id, v.detail, path);
       } else {
         ++t.failed;
-        const std::string path = save_reproducer(o, c, t.impl, v.detail);
+        const std::string path = save_reproducer(o.out_dir, c, t.impl, v.detail);
         r.reproducers.push_back(path);
         progress << fmt::format("FAIL {} {}: {} (saved {})\n", t.impl, c.id, v.detail, path);
       }

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct Verdict {
   // kernel itself (schedule.* bugs the tiled emulation reproduces,
   // known-divergence.*): reported and saved, but not a failure of the port.
   bool kernel_finding = false;
+  bool raised = false;  // threw where the truth did not
 };
 
 // True when an implementation's diagnostics name an upstream-kernel
@@ -70,6 +72,19 @@ Truths compute_truths(const Case& c, int threads);
 // implementation far worse than it fails too.
 Verdict judge(const Case& c, const std::string& impl, const ImplOutput& got, const Truths& truths,
               const ImplOutput* reference = nullptr);
+
+// One case through `impls`, each judged as run_conform judges it (against
+// the truths, and against the oracle's output where it ran); nullopt where
+// the truth rejects the case (validation), which is then not run. What
+// the conform run and the kernel_diff fuzz target share.
+std::optional<std::vector<Verdict>> conform_case(const Case& c, const std::vector<const ImplSpec*>& impls,
+                                                 const ImplOptions& options);
+
+// Writes case `c` with a "_finding" note (impl, why) to
+// out_dir/<id>-<impl>.json, atomically, before anything reports it, so no
+// failure is lost. Returns the path.
+std::string save_reproducer(const std::string& out_dir, const Case& c, const std::string& impl,
+                            const std::string& why);
 
 ConformReport run_conform(const ConformOptions& o, std::ostream& progress);
 std::string format_summary(const ConformReport& r, const ConformOptions& o);
