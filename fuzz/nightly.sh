@@ -2,7 +2,8 @@
 # The nightly fuzz job: builds the fuzz preset, runs every libFuzzer target for a time budget each, saves findings.
 # Usage: fuzz/nightly.sh [SECONDS_PER_TARGET] [OUT_DIR]
 # New inputs go to a scratch folder (listed first, so libFuzzer writes there); the checked-in corpus
-# under corpus/fuzz/<target>/ is read after it. Crashes are saved under OUT_DIR/<target>/ before anything is reported.
+# under corpus/fuzz/<target>/ is read after it. Crashes are saved under OUT_DIR/<target>/ before anything is reported;
+# kernel_diff also saves each failing case as a case file under OUT_DIR/kernel_diff/cases/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 budget=${1:-600}
@@ -21,7 +22,8 @@ for bin in build-fuzz/fuzz/*_fuzz; do
   [ -f "fuzz/$target.dict" ] && dict=(-dict="fuzz/$target.dict")
   [ "$target" = case_parse ] && dict=(-dict=fuzz/case.dict)
   echo "== $name for ${budget}s"
-  if ! "$bin" -max_total_time="$budget" -print_final_stats=1 -artifact_prefix="$crashes/" "${dict[@]}" \
+  # kernel_diff saves each failing case as a case file here before it aborts (replay: rpa run-case FILE --impl IMPL).
+  if ! RPA_FUZZ_OUT="$out/$target/cases" "$bin" -max_total_time="$budget" -print_final_stats=1 -artifact_prefix="$crashes/" "${dict[@]}" \
        "$scratch" "corpus/fuzz/$target" 2>"$out/$target/log.txt"; then
     status=1
     echo "   FINDING: see $crashes/ and $out/$target/log.txt"

@@ -26,7 +26,9 @@ class Rng {
   Rng(const uint8_t* data, size_t size) : data_(data), size_(size), from_bytes_(true) {}
   int64_t below(int64_t n) { return n <= 1 ? 0 : int64_t(next(uint64_t(n - 1)) % uint64_t(n)); }
   int64_t between(int64_t lo, int64_t hi) { return lo + below(hi - lo + 1); }
-  bool chance(int percent) { return below(100) < percent; }
+  // From bytes, the low end of a draw is "no" (percent of the 100 values
+  // still say yes), so the input's missing tail leaves every option out.
+  bool chance(int percent) { return from_bytes_ ? below(100) >= 100 - percent : below(100) < percent; }
   template <class T>
   const T& pick(const std::vector<T>& v) { return v[size_t(below(int64_t(v.size())))]; }
   uint64_t raw() { return next(~uint64_t{0}); }
@@ -34,7 +36,8 @@ class Rng {
  private:
   // A value covering [0, max]: the engine's next output, or the next bytes
   // (as many as max needs, big-endian) and 0 once the input runs out, so
-  // a short input is the simplest case and every input is some case.
+  // every input is some case and a short one a simple case: first of each
+  // list, smallest of each range, options left out.
   uint64_t next(uint64_t max) {
     if (!from_bytes_) return engine_();
     uint64_t v = 0;

@@ -1,0 +1,38 @@
+// The kernel_diff check behind harness/kernel_diff.h.
+#include "harness/kernel_diff.h"
+
+#include <vector>
+
+#include "harness/conform.h"
+#include "harness/impls.h"
+
+namespace rpa {
+
+GenOptions kernel_diff_shapes() {
+  GenOptions g;
+  g.max_seqs = 3;
+  g.max_q_len = 8;
+  g.max_kv_len = 40;
+  g.max_head_dim = 16;
+  return g;
+}
+
+std::optional<DiffFailure> kernel_diff_failure(const Case& c) {
+  static const std::vector<const ImplSpec*> impls = {find_implementation("oracle"), find_implementation("tiled"),
+                                                     find_implementation("fast")};
+  ImplOptions options;
+  options.threads = 1;
+  const auto verdicts = conform_case(c, impls, options);
+  if (!verdicts) return std::nullopt;  // rejected by validation, as the reference would
+  for (size_t i = 0; i < impls.size(); ++i) {
+    const Verdict& v = (*verdicts)[i];
+    if (!v.ok && !v.kernel_finding) return DiffFailure{impls[i]->name, v.detail};
+  }
+  return std::nullopt;
+}
+
+Case kernel_diff_case(const uint8_t* data, size_t size) {
+  return random_case_from_bytes(data, size, kernel_diff_shapes());
+}
+
+}  // namespace rpa
