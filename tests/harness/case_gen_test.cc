@@ -15,16 +15,8 @@
 namespace rpa {
 namespace {
 
-GenOptions small() {
-  GenOptions g;
-  g.max_seqs = 3;
-  g.max_q_len = 6;
-  g.max_kv_len = 24;
-  g.max_head_dim = 8;
-  return g;
-}
-
-Case from(const std::vector<uint8_t>& bytes) { return random_case_from_bytes(bytes.data(), bytes.size(), small()); }
+// The fuzz target's cases (kernel_diff_shapes).
+Case from(const std::vector<uint8_t>& bytes) { return kernel_diff_case(bytes.data(), bytes.size()); }
 
 TEST(CaseGen, TheSameBytesGiveTheSameCase) {
   const std::vector<uint8_t> bytes = {7, 200, 3, 91, 14, 255, 0, 42, 9, 9, 130, 61};
@@ -65,7 +57,7 @@ TEST(CaseGen, TheEmptyInputIsASmallValidCase) {
 // input is a case the truth accepts, and each in-tree implementation
 // passes it or shows a known upstream-kernel behaviour.
 RC_GTEST_PROP(CaseGen, EveryInputIsACaseTheImplementationsPass, (const std::vector<uint8_t>& bytes)) {
-  const Case c = kernel_diff_case(bytes.data(), bytes.size());
+  const Case c = from(bytes);
   try {
     compute_truths(c, 1);
   } catch (const std::exception& e) {
@@ -83,7 +75,7 @@ TEST(CaseGen, KernelDiffCorpusPasses) {
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     std::ifstream in(entry.path(), std::ios::binary);
     const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const Case c = kernel_diff_case(bytes.data(), bytes.size());
+    const Case c = from(bytes);
     const auto failure = kernel_diff_failure(c);
     EXPECT_FALSE(failure) << entry.path().filename() << ": " << failure->impl << ": " << failure->detail;
     ++inputs;
