@@ -123,6 +123,17 @@ ErrorSummary summarize_errors(std::span<const double> actual, std::span<const do
   return summarize(actual, truth, judge, bound, reference);
 }
 
+std::vector<double> kernel_judging_truth(std::span<const double> actual, std::span<const double> exact,
+                                         std::span<const double> rounded, std::span<const char> score_overflow,
+                                         int64_t* from_rounded) {
+  std::vector<double> t(exact.begin(), exact.end());
+  int64_t n = 0;
+  for (size_t i = 0; i < t.size() && i < score_overflow.size() && i < rounded.size() && i < actual.size(); ++i)
+    if (score_overflow[i] && std::fabs(actual[i] - rounded[i]) < std::fabs(actual[i] - exact[i])) t[i] = rounded[i], ++n;
+  if (from_rounded) *from_rounded = n;
+  return t;
+}
+
 bool far_worse_than_reference(const ErrorSummary& impl, const ErrorSummary& reference) {
   const int64_t impl_mismatches = impl.nan_mismatches + impl.inf_mismatches;
   const int64_t ref_mismatches = reference.nan_mismatches + reference.inf_mismatches;

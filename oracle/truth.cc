@@ -91,6 +91,7 @@ struct Outputs {
   double* values;
   double* widen;
   double* v_abs_max;
+  char* score_overflow;
 };
 
 // A masked key's weight is e^(s + mask_value - max): with a mask_value of
@@ -134,11 +135,14 @@ void attend_rounded(const ReferencePlan& p, const SeqPlan& s, int64_t g, const f
       // Scores: the exact dot rounded to float32 (kernel.py:132), then float32
       // operations, each exact then rounded, as IEEE defines them (:133-143).
       float m = -std::numeric_limits<float>::infinity();
-      bool any_nan = false;
+      bool any_nan = false, overflow = false;
       for (int64_t c = 0; c < C; ++c) {
         const double* kc = &b.k[c * D];
         float x = static_cast<float>(exact_dot(DType::kFloat32, qv.data(), kc, D, 1,
                                                nf ? DoubleSum{} : double_dot(qv.data(), kc, D), nf, scratch));
+        // The dot of finite q and K passed float32's range where the exact
+        // one (a double: |q.k| < 2^128 * 2^128 * D) did not.
+        if (std::isinf(x) && std::isfinite(double_dot(qv.data(), kc, D).sum)) overflow = true;
         x = x * o.sm_scale;
         if (o.has_soft_cap) x = o.soft_cap * tanh_f32(x / o.soft_cap, nf);
         x = x + (is_masked(p, s, r, c) ? o.mask_value : 0.0f);
@@ -199,6 +203,7 @@ void attend_rounded(const ReferencePlan& p, const SeqPlan& s, int64_t g, const f
         double widen = 0;
         for (const auto& [c, alt] : near) widen += alt * std::fabs(b.v[c * D + d]);
         out.widen[base + d] = widen;
+        out.score_overflow[base + d] = overflow;
       }
       write_v_abs_max(p, s, b, r, out.v_abs_max + base);
     }
@@ -293,7 +298,8 @@ TruthOutput truth_ragged_paged_attention(const CallArgs& a, std::span<const floa
   out.values.assign(n, 0.0);
   out.widen.assign(n, 0.0);
   out.v_abs_max.assign(n, 0.0);
-  const Outputs o{out.values.data(), out.widen.data(), out.v_abs_max.data()};
+  out.score_overflow.assign(n, 0);
+  const Outputs o{out.values.data(), out.widen.data(), out.v_abs_max.data(), out.score_overflow.data()};
   const int64_t items = static_cast<int64_t>(p.seqs.size()) * p.num_kv_heads;
   run_items(items, options.threads, [&](int64_t k) {
     const SeqPlan& s = p.seqs[static_cast<size_t>(k / p.num_kv_heads)];

@@ -53,6 +53,11 @@ struct TruthOutput {
   // key too when mask_value is finite and above -1000, as masked keys then
   // carry weight).
   std::vector<double> v_abs_max;
+  // Rounded mode, per element: 1 where the row's float32 q.k (kernel.py:132)
+  // overflowed to +-Inf for some key although the exact dot is finite - so
+  // the reference's own math, not its rounding, moved the row away from
+  // the exact truth (a k_scale near 1e38 under a tiny sm_scale, say).
+  std::vector<char> score_overflow;
   std::vector<std::string> diagnostics;
 };
 

@@ -44,7 +44,8 @@ int run(const Options& opt) {
     return kExitBadInput;
   }
   std::vector<int64_t> shape_a, shape_b;
-  const std::vector<double> actual = load(opt.actual, shape_a), truth = load(opt.truth, shape_b);
+  const std::vector<double> actual = load(opt.actual, shape_a);
+  std::vector<double> truth = load(opt.truth, shape_b);
   if (shape_a != shape_b) {
     std::fprintf(stderr, "rpa: %s and %s have different shapes\n", opt.actual.c_str(), opt.truth.c_str());
     return kExitBadInput;
@@ -78,6 +79,13 @@ int run(const Options& opt) {
     if (opt.bound == "kernel") {
       const double u = path_unit_roundoff(c.call.q.dtype, c.call.kv_pages.dtype, !c.call.k_scale.is_none(),
                                           !c.call.v_scale.is_none());
+      int64_t from_rounded = 0;
+      truth = kernel_judging_truth(actual, truth, t.values, t.score_overflow, &from_rounded);
+      if (from_rounded > 0)
+        std::fprintf(stderr,
+                     "rpa: note: %lld elements judged against the reference's own float32 result, where its q.k "
+                     "overflowed float32 (docs/tolerance.md, \"Reference overflow\")\n",
+                     static_cast<long long>(from_rounded));
       bound = kernel_bound(u, truth, t.v_abs_max);
       reference_points = std::move(t.values);  // the rounded truth: where the reference itself overflows
     } else {

@@ -140,6 +140,19 @@ TEST(Tolerance, FarWorseThanTheReference) {
   EXPECT_FALSE(far_worse_than_reference(impl_b, ref_b));
 }
 
+// Only elements flagged by the rounded truth may be judged against it, and
+// then only where the output is nearer to it than to the exact truth.
+TEST(Tolerance, KernelJudgingTruthTakesTheRoundedTruthOnlyWhereTheReferenceOverflowed) {
+  const std::vector<double> exact = {0.6, 0.6, 0.6, 0.6}, rounded = {1.0, 1.0, 1.0, 1.0};
+  const std::vector<double> actual = {1.0, 0.6, 1.0, 0.9};
+  const std::vector<char> flagged = {1, 1, 0, 1};
+  int64_t taken = -1;
+  const std::vector<double> t = kernel_judging_truth(actual, exact, rounded, flagged, &taken);
+  EXPECT_EQ(t, (std::vector<double>{1.0, 0.6, 0.6, 1.0}));
+  EXPECT_EQ(taken, 2);
+  EXPECT_EQ(kernel_judging_truth(actual, exact, rounded, {}), exact);
+}
+
 TEST(Tolerance, SummaryJsonIsOneObject) {
   const std::vector<double> truth{1.0};
   const std::string j = summary_json(summarize_errors(truth, truth, DType::kFloat16, {}), DType::kFloat16);

@@ -171,6 +171,37 @@ TEST(Truth, ExactModeIsTheRealSoftmax) {
   EXPECT_EQ(got, round_real_to_double(e / (1 + e)));
 }
 
+// K near float32's largest under a tiny sm_scale: q.k = 6e38 overflows the
+// reference's float32 dot (kernel.py:132) to Inf, and its soft cap turns
+// that into the finite score 50, while the exact score is about
+// 50 tanh(0.6 / 50). The rounded truth flags the row; an ordinary row is not flagged.
+TEST(Truth, FlagsRowsWhoseFloat32DotOverflowed) {
+  for (const float k : {3e38f, 1.0f}) {
+    Attn t = one_sequence(DType::kFloat32, DType::kFloat32, 1, 2, 2);
+    t.a.sm_scale = PyValue::floating(1e-39);
+    t.a.soft_cap = PyValue::floating(50.0);
+    t.qv(0, 0, 0) = 1, t.qv(0, 0, 1) = 1;
+    t.key(0, 0, 0, true, 0) = k, t.key(0, 0, 0, true, 1) = k;  // key 0: K = (k, k), V = 1
+    t.key(0, 0, 0, false, 0) = 1;                              // key 1: K = 0, V = 0
+    TruthOptions o;
+    const TruthOutput rounded = truth_ragged_paged_attention(t.a, t.q, t.kv, o);
+    o.mode = TruthMode::kExact;
+    const TruthOutput exact = truth_ragged_paged_attention(t.a, t.q, t.kv, o);
+    ASSERT_EQ(rounded.score_overflow.size(), 2u);
+    if (k > 1) {
+      EXPECT_EQ(rounded.score_overflow[0], 1);
+      EXPECT_EQ(rounded.values[0], 1.0);  // scores 50 and 0: e^50 / (e^50 + 1) rounds to 1
+      // Scores 50 tanh(0.6 / 50) and 0 (sm_scale 1e-39 is a float32
+      // subnormal, a few 1e-6 from 1e-39: hence the tolerance).
+      const double e = std::exp(50 * std::tanh(2.0 * double(3e38f) * 1e-39 / 50));
+      EXPECT_NEAR(exact.values[0], e / (e + 1), 1e-5);
+    } else {
+      EXPECT_EQ(rounded.score_overflow[0], 0);
+      EXPECT_NEAR(rounded.values[0], exact.values[0], 1e-6);
+    }
+  }
+}
+
 TEST(Truth, ExactModeKeepsTheScoresOfFullyMaskedRows) {
   // Every key masked (q_len 2 > kv_len 1 ... row 0): the rounded truth, like
   // the reference, averages V (score + mask rounds to the mask); the exact
