@@ -129,7 +129,9 @@ std::vector<double> kernel_judging_truth(std::span<const double> actual, std::sp
   std::vector<double> t(exact.begin(), exact.end());
   int64_t n = 0;
   for (size_t i = 0; i < t.size() && i < score_overflow.size() && i < rounded.size() && i < actual.size(); ++i)
-    if (score_overflow[i] && std::fabs(actual[i] - rounded[i]) < std::fabs(actual[i] - exact[i])) t[i] = rounded[i], ++n;
+    if (score_overflow[i] && (std::isnan(actual[i]) ||
+                              std::fabs(actual[i] - rounded[i]) < std::fabs(actual[i] - exact[i])))
+      t[i] = std::isnan(actual[i]) ? actual[i] : rounded[i], ++n;
   if (from_rounded) *from_rounded = n;
   return t;
 }

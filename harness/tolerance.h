@@ -85,7 +85,10 @@ struct ErrorSummary {
 // (TruthOutput::score_overflow of the rounded truth), which take whichever
 // of the exact and the rounded truth is nearer to `actual`: there the
 // reference's semantics, not its rounding, left the exact truth, and a
-// kernel may follow either (docs/tolerance.md, "Reference overflow").
+// kernel may follow either. A NaN is accepted there too: the reference's
+// float32 softmax of those scores is NaN (Inf - Inf), which only its cast
+// of the probabilities to an integer V dtype turns into 0
+// (docs/tolerance.md, "Reference overflow").
 // `from_rounded` (if given) receives how many elements took the rounded truth.
 std::vector<double> kernel_judging_truth(std::span<const double> actual, std::span<const double> exact,
                                          std::span<const double> rounded, std::span<const char> score_overflow,

@@ -151,6 +151,14 @@ TEST(Tolerance, KernelJudgingTruthTakesTheRoundedTruthOnlyWhereTheReferenceOverf
   EXPECT_EQ(t, (std::vector<double>{1.0, 0.6, 0.6, 1.0}));
   EXPECT_EQ(taken, 2);
   EXPECT_EQ(kernel_judging_truth(actual, exact, rounded, {}), exact);
+  // A NaN where the reference overflowed is taken as is; elsewhere it stays a mismatch.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> nans = {nan, nan}, e2 = {0.6, 0.6}, r2 = {0.0, 0.0};
+  const std::vector<char> f2 = {1, 0};
+  const std::vector<double> n = kernel_judging_truth(nans, e2, r2, f2, &taken);
+  EXPECT_TRUE(std::isnan(n[0]));
+  EXPECT_EQ(n[1], 0.6);
+  EXPECT_EQ(taken, 1);
 }
 
 TEST(Tolerance, SummaryJsonIsOneObject) {
