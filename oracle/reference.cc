@@ -7,24 +7,42 @@
 
 #include "oracle/correct_math.h"
 #include "oracle/einsum_dtypes.h"
+#include "oracle/exact_sum.h"
 #include "oracle/reference_plan.h"
 #include "oracle/work_split.h"
 
 namespace rpa {
 namespace {
 
-// sum_d a[d] * b[d] in double (four partial sums), rounded to float32.
-float dot_f32(const double* a, const double* b, int64_t n) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+// A double sum of n exact products (total magnitude `magnitude`) rounded
+// to float32 as their exact sum would be: where double's own rounding
+// could reach the float32 result (cancellation among huge terms, K or V
+// near 1e38 with a small result), the products are summed exactly.
+float round_dot_f32(double sum, double magnitude, int64_t n, const double* a, const double* b, int64_t stride,
+                    ExactSum& scratch) {
+  DoubleSum filter;
+  filter.sum = sum, filter.magnitude = magnitude, filter.n = n, filter.exact = false;
+  double out;
+  if (certain_rounding(DType::kFloat32, filter, out)) return static_cast<float>(out);
+  scratch.clear();
+  for (int64_t i = 0; i < n; ++i) scratch.add_product(a[i], b[i * stride]);
+  return static_cast<float>(scratch.round_to(DType::kFloat32));
+}
+
+// sum_d a[d] * b[d] rounded to float32 (kernel.py:132: the einsum rounded once).
+float dot_f32(const double* a, const double* b, int64_t n, ExactSum& scratch) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0, mag = 0;
   int64_t d = 0;
   for (; d + 4 <= n; d += 4) {
     s0 += a[d] * b[d];
     s1 += a[d + 1] * b[d + 1];
     s2 += a[d + 2] * b[d + 2];
     s3 += a[d + 3] * b[d + 3];
+    mag += (std::fabs(a[d] * b[d]) + std::fabs(a[d + 1] * b[d + 1])) +
+           (std::fabs(a[d + 2] * b[d + 2]) + std::fabs(a[d + 3] * b[d + 3]));
   }
-  for (; d < n; ++d) s0 += a[d] * b[d];
-  return static_cast<float>((s0 + s1) + (s2 + s3));
+  for (; d < n; ++d) s0 += a[d] * b[d], mag += std::fabs(a[d] * b[d]);
+  return round_dot_f32((s0 + s1) + (s2 + s3), mag, n, a, b, 1, scratch);
 }
 
 // One (sequence, KV head): every q head of the group and every query row.
@@ -38,7 +56,9 @@ void attend(const ReferencePlan& p, const SeqPlan& s, int64_t g, const float* q,
       k[c * D + d] = dequantised_kv(p, s, kv, true, c, g, d);
       v[c * D + d] = dequantised_kv(p, s, kv, false, c, g, d);
     }
-  std::vector<double> qv(static_cast<size_t>(D)), acc(static_cast<size_t>(D));
+  std::vector<double> qv(static_cast<size_t>(D)), acc(static_cast<size_t>(D)), mag(static_cast<size_t>(D));
+  std::vector<double> prob_d(static_cast<size_t>(C));
+  ExactSum scratch;
   std::vector<float> score(static_cast<size_t>(C)), prob(static_cast<size_t>(C));
   for (int64_t j = 0; j < p.q_per_kv; ++j) {
     const int64_t h = g * p.q_per_kv + j;  // jnp.repeat(k, num_query_per_kv, axis=1) (kernel.py:130)
@@ -47,7 +67,7 @@ void attend(const ReferencePlan& p, const SeqPlan& s, int64_t g, const float* q,
       float m = -std::numeric_limits<float>::infinity();
       bool any_nan = false;
       for (int64_t c = 0; c < C; ++c) {
-        float x = dot_f32(qv.data(), &k[c * D], D);                 // kernel.py:132
+        float x = dot_f32(qv.data(), &k[c * D], D, scratch);                 // kernel.py:132
         x = x * o.sm_scale;                                         // :133
         if (o.has_soft_cap) x = o.soft_cap * tanh_f32_correct(x / o.soft_cap);  // :141-142
         x = x + (is_masked(p, s, r, c) ? o.mask_value : 0.0f);      // :134-140, 143
@@ -66,21 +86,24 @@ void attend(const ReferencePlan& p, const SeqPlan& s, int64_t g, const float* q,
       const float denominator = static_cast<float>(total);
       for (int64_t c = 0; c < C; ++c)
         prob[c] = convert_value(DType::kFloat32, t.probs, prob[c] / denominator);  // .astype(v.dtype) :144
-      // out = einsum("hqk,khd->qhd", attn, v) (:145), accumulated exactly
-      // enough in double (products exact; integer sums exact below 2^53).
+      // out = einsum("hqk,khd->qhd", attn, v) (:145) rounded once: in double
+      // (products exact; integer sums exact below 2^53), exactly where
+      // double's rounding could reach the float32 result (round_dot_f32).
       std::fill(acc.begin(), acc.end(), 0.0);
+      std::fill(mag.begin(), mag.end(), 0.0);
       for (int64_t c = 0; c < C; ++c) {
         const double pc = prob[c];
         const double* vc = &v[c * D];
-        for (int64_t d = 0; d < D; ++d) acc[d] += pc * vc[d];
+        for (int64_t d = 0; d < D; ++d) acc[d] += pc * vc[d], mag[d] += std::fabs(pc * vc[d]);
       }
+      for (int64_t c = 0; c < C; ++c) prob_d[c] = prob[c];
       float* o_row = out + ((s.out_begin + r) * p.num_q_heads + h) * D;
       for (int64_t d = 0; d < D; ++d) {
         float x;
         if (t.pv_integer) {
           x = static_cast<float>(wrap_signed(static_cast<int64_t>(acc[d]), dtype_bits(t.pv)));
         } else {
-          x = static_cast<float>(acc[d]);
+          x = round_dot_f32(acc[d], mag[d], C, prob_d.data(), &v[d], D, scratch);
           for (int step = 1; step < t.pv_chain_length; ++step) x = round_to(t.pv_chain[step], x);
         }
         o_row[d] = convert_value(t.pv, t.out, x);  // .astype(queries.dtype) :145

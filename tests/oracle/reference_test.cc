@@ -44,6 +44,18 @@ TEST(Reference, OneQueryOneKeyReturnsV) {
   }
 }
 
+// p.v is the einsum rounded once (kernel.py:145): three equal scores (p =
+// float32(1/3) each) over V = (2^126, 1, -2^126) give exactly p * 1. A
+// double accumulation in key order loses the 1 against 2^126 and returns
+// 0 (found by the kernel_diff fuzz target with v_scale 2^120).
+TEST(Reference, PvCancellationAmongHugeValuesIsExact) {
+  Attn t = one_sequence(DType::kFloat32, DType::kFloat32, 1, 3, 1);
+  const float v[3] = {0x1p126f, 1.0f, -0x1p126f};
+  for (int c = 0; c < 3; ++c) t.key(0, c, 0, false, 0) = v[c];  // K = 0: equal scores
+  const AttentionOutput o = run(t);
+  EXPECT_EQ(out_at(o, 0, 0, 0), 1.0f / 3.0f);
+}
+
 TEST(Reference, TwoKeysFollowTheSoftmaxFormula) {
   // Scores 0 and 1: p = (1, e) / (1 + e); V rows e_0 and e_1.
   Attn t = one_sequence(DType::kFloat32, DType::kFloat32, 1, 2, 2);
