@@ -29,20 +29,29 @@ float round_dot_f32(double sum, double magnitude, int64_t n, const double* a, co
   return static_cast<float>(scratch.round_to(DType::kFloat32));
 }
 
-// sum_d a[d] * b[d] rounded to float32 (kernel.py:132: the einsum rounded once).
-float dot_f32(const double* a, const double* b, int64_t n, ExactSum& scratch) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0, mag = 0;
+// sum_d a[d] * b[d] rounded to float32 (kernel.py:132: the einsum rounded
+// once). `magnitude` bounds sum_d |a[d] b[d]| (the caller's ||a||_1 max|b|:
+// a bound serves certain_rounding as well as the sum itself, and costs
+// nothing per product).
+float dot_f32(const double* a, const double* b, int64_t n, double magnitude, ExactSum& scratch) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   int64_t d = 0;
   for (; d + 4 <= n; d += 4) {
     s0 += a[d] * b[d];
     s1 += a[d + 1] * b[d + 1];
     s2 += a[d + 2] * b[d + 2];
     s3 += a[d + 3] * b[d + 3];
-    mag += (std::fabs(a[d] * b[d]) + std::fabs(a[d + 1] * b[d + 1])) +
-           (std::fabs(a[d + 2] * b[d + 2]) + std::fabs(a[d + 3] * b[d + 3]));
   }
-  for (; d < n; ++d) s0 += a[d] * b[d], mag += std::fabs(a[d] * b[d]);
-  return round_dot_f32((s0 + s1) + (s2 + s3), mag, n, a, b, 1, scratch);
+  for (; d < n; ++d) s0 += a[d] * b[d];
+  return round_dot_f32((s0 + s1) + (s2 + s3), magnitude, n, a, b, 1, scratch);
+}
+
+// max_d |x[c * n + d]| for each of the m rows c.
+std::vector<double> row_abs_max(const std::vector<double>& x, int64_t m, int64_t n) {
+  std::vector<double> out(static_cast<size_t>(m), 0.0);
+  for (int64_t c = 0; c < m; ++c)
+    for (int64_t d = 0; d < n; ++d) out[c] = std::max(out[c], std::fabs(x[c * n + d]));
+  return out;
 }
 
 // One (sequence, KV head): every q head of the group and every query row.
@@ -56,18 +65,26 @@ void attend(const ReferencePlan& p, const SeqPlan& s, int64_t g, const float* q,
       k[c * D + d] = dequantised_kv(p, s, kv, true, c, g, d);
       v[c * D + d] = dequantised_kv(p, s, kv, false, c, g, d);
     }
-  std::vector<double> qv(static_cast<size_t>(D)), acc(static_cast<size_t>(D)), mag(static_cast<size_t>(D));
+  // Bounds of the products' magnitudes for round_dot_f32: ||q||_1 max|K|
+  // per key, sum|p| max|V| per dim; the factor 1 + 2^-30 covers the double
+  // rounding of the sums and products that form them.
+  const std::vector<double> k_max = row_abs_max(k, C, D);
+  std::vector<double> v_max(static_cast<size_t>(D), 0.0);
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t d = 0; d < D; ++d) v_max[d] = std::max(v_max[d], std::fabs(v[c * D + d]));
+  std::vector<double> qv(static_cast<size_t>(D)), acc(static_cast<size_t>(D));
   std::vector<double> prob_d(static_cast<size_t>(C));
   ExactSum scratch;
   std::vector<float> score(static_cast<size_t>(C)), prob(static_cast<size_t>(C));
   for (int64_t j = 0; j < p.q_per_kv; ++j) {
     const int64_t h = g * p.q_per_kv + j;  // jnp.repeat(k, num_query_per_kv, axis=1) (kernel.py:130)
     for (int64_t r = 0; r < s.q_rows; ++r) {
-      for (int64_t d = 0; d < D; ++d) qv[d] = q[q_offset(p, s, r, h, d)];
+      double q_l1 = 0;
+      for (int64_t d = 0; d < D; ++d) qv[d] = q[q_offset(p, s, r, h, d)], q_l1 += std::fabs(qv[d]);
       float m = -std::numeric_limits<float>::infinity();
       bool any_nan = false;
       for (int64_t c = 0; c < C; ++c) {
-        float x = dot_f32(qv.data(), &k[c * D], D, scratch);                 // kernel.py:132
+        float x = dot_f32(qv.data(), &k[c * D], D, q_l1 * k_max[c] * (1 + 0x1p-30), scratch);                 // kernel.py:132
         x = x * o.sm_scale;                                         // :133
         if (o.has_soft_cap) x = o.soft_cap * tanh_f32_correct(x / o.soft_cap);  // :141-142
         x = x + (is_masked(p, s, r, c) ? o.mask_value : 0.0f);      // :134-140, 143
@@ -90,20 +107,21 @@ void attend(const ReferencePlan& p, const SeqPlan& s, int64_t g, const float* q,
       // (products exact; integer sums exact below 2^53), exactly where
       // double's rounding could reach the float32 result (round_dot_f32).
       std::fill(acc.begin(), acc.end(), 0.0);
-      std::fill(mag.begin(), mag.end(), 0.0);
+      double p_sum = 0;
       for (int64_t c = 0; c < C; ++c) {
         const double pc = prob[c];
         const double* vc = &v[c * D];
-        for (int64_t d = 0; d < D; ++d) acc[d] += pc * vc[d], mag[d] += std::fabs(pc * vc[d]);
+        for (int64_t d = 0; d < D; ++d) acc[d] += pc * vc[d];
+        prob_d[c] = pc;
+        p_sum += std::fabs(pc);
       }
-      for (int64_t c = 0; c < C; ++c) prob_d[c] = prob[c];
       float* o_row = out + ((s.out_begin + r) * p.num_q_heads + h) * D;
       for (int64_t d = 0; d < D; ++d) {
         float x;
         if (t.pv_integer) {
           x = static_cast<float>(wrap_signed(static_cast<int64_t>(acc[d]), dtype_bits(t.pv)));
         } else {
-          x = round_dot_f32(acc[d], mag[d], C, prob_d.data(), &v[d], D, scratch);
+          x = round_dot_f32(acc[d], p_sum * v_max[d] * (1 + 0x1p-30), C, prob_d.data(), &v[d], D, scratch);
           for (int step = 1; step < t.pv_chain_length; ++step) x = round_to(t.pv_chain[step], x);
         }
         o_row[d] = convert_value(t.pv, t.out, x);  // .astype(queries.dtype) :145
