@@ -52,7 +52,13 @@ double raw_score_bound(const KernelCtx& c, double q1max, double kmax) {
   }
   // 1.01 covers the float32 rounding of sm_scale's product; head_dim * 2^-23
   // that of a dot product over head_dim terms (and of the L1 norm's sum).
-  const double s = std::fabs(double(c.sm_scale)) * q1max * kmax * (1.01 + double(c.head_dim) * 0x1p-23);
+  const double dot = q1max * kmax * (1.01 + double(c.head_dim) * 0x1p-23);
+  // q.k is formed in float32 before sm_scale (kernel.py:132-133): where it
+  // could pass float32's range, a tiny sm_scale bounds nothing (K near 1e38
+  // under sm_scale 1e-40 overflowed an FMA chain to Inf - Inf while the
+  // exact scores were below 1; found by the kernel_diff fuzz target).
+  if (!(dot < 0x1p127)) return kNone;
+  const double s = std::fabs(double(c.sm_scale)) * dot;
   return s >= 0.0 ? s : kNone;  // NaN: no bound
 }
 
