@@ -62,4 +62,15 @@ bool certain_rounding(DType d, const DoubleSum& s, double& out) {
   return false;
 }
 
+double exact_dot(DType d, const double* a, const double* b, int64_t n, int64_t stride, const DoubleSum& filter,
+                 bool no_filters, ExactSum& scratch) {
+  if (!no_filters && filter.n == n) {
+    double out;
+    if (certain_rounding(d, filter, out)) return out;
+  }
+  scratch.clear();
+  for (int64_t i = 0; i < n; ++i) scratch.add_product(a[i], b[i * stride]);
+  return scratch.round_to(d);
+}
+
 }  // namespace rpa

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "oracle/dtype.h"
+#include "oracle/exact_sum.h"
 
 namespace rpa {
 
@@ -64,5 +65,12 @@ inline DoubleSum merge(const DoubleSum& a, const DoubleSum& b) {
 // returned as they are. A sum whose every addition was exact (TwoSum, see
 // DoubleSum::exact) is rounded directly.
 bool certain_rounding(DType d, const DoubleSum& s, double& out);
+
+// sum_i a[i] * b[i * stride] rounded once to d, exactly: `filter` (its
+// double sum, or a bound of its magnitude; filter.n != n: none) where
+// certain_rounding settles it, else every product summed exactly in
+// `scratch`. no_filters: always the exact sum (tests of the filter).
+double exact_dot(DType d, const double* a, const double* b, int64_t n, int64_t stride, const DoubleSum& filter,
+                 bool no_filters, ExactSum& scratch);
 
 }  // namespace rpa

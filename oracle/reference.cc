@@ -7,7 +7,6 @@
 
 #include "oracle/correct_math.h"
 #include "oracle/einsum_dtypes.h"
-#include "oracle/exact_sum.h"
 #include "oracle/reference_plan.h"
 #include "oracle/work_split.h"
 
@@ -22,11 +21,7 @@ float round_dot_f32(double sum, double magnitude, int64_t n, const double* a, co
                     ExactSum& scratch) {
   DoubleSum filter;
   filter.sum = sum, filter.magnitude = magnitude, filter.n = n, filter.exact = false;
-  double out;
-  if (certain_rounding(DType::kFloat32, filter, out)) return static_cast<float>(out);
-  scratch.clear();
-  for (int64_t i = 0; i < n; ++i) scratch.add_product(a[i], b[i * stride]);
-  return static_cast<float>(scratch.round_to(DType::kFloat32));
+  return static_cast<float>(exact_dot(DType::kFloat32, a, b, n, stride, filter, /*no_filters=*/false, scratch));
 }
 
 // sum_d a[d] * b[d] rounded to float32 (kernel.py:132: the einsum rounded
@@ -84,7 +79,7 @@ void attend(const ReferencePlan& p, const SeqPlan& s, int64_t g, const float* q,
       float m = -std::numeric_limits<float>::infinity();
       bool any_nan = false;
       for (int64_t c = 0; c < C; ++c) {
-        float x = dot_f32(qv.data(), &k[c * D], D, q_l1 * k_max[c] * (1 + 0x1p-30), scratch);                 // kernel.py:132
+        float x = dot_f32(qv.data(), &k[c * D], D, q_l1 * k_max[c] * (1 + 0x1p-30), scratch);  // kernel.py:132
         x = x * o.sm_scale;                                         // :133
         if (o.has_soft_cap) x = o.soft_cap * tanh_f32_correct(x / o.soft_cap);  // :141-142
         x = x + (is_masked(p, s, r, c) ? o.mask_value : 0.0f);      // :134-140, 143

@@ -55,19 +55,6 @@ DoubleSum double_dot(const double* a, const double* b, int64_t n) {
   return r;
 }
 
-// sum_i a[i] * b[i * stride] rounded once to d, exactly; `filter` is its
-// double sum when the caller has one (n == 0: none).
-double exact_dot(DType d, const double* a, const double* b, int64_t n, int64_t stride, const DoubleSum& filter,
-                 bool no_filters, ExactSum& scratch) {
-  if (!no_filters && filter.n == n) {
-    double out;
-    if (certain_rounding(d, filter, out)) return out;
-  }
-  scratch.clear();
-  for (int64_t i = 0; i < n; ++i) scratch.add_product(a[i], b[i * stride]);
-  return scratch.round_to(d);
-}
-
 // The per-item inputs: dequantised K and V of one (sequence, KV head).
 struct Block {
   int64_t C = 0, D = 0;
@@ -138,11 +125,11 @@ void attend_rounded(const ReferencePlan& p, const SeqPlan& s, int64_t g, const f
       bool any_nan = false, overflow = false;
       for (int64_t c = 0; c < C; ++c) {
         const double* kc = &b.k[c * D];
-        float x = static_cast<float>(exact_dot(DType::kFloat32, qv.data(), kc, D, 1,
-                                               nf ? DoubleSum{} : double_dot(qv.data(), kc, D), nf, scratch));
+        const DoubleSum dot = double_dot(qv.data(), kc, D);
+        float x = static_cast<float>(exact_dot(DType::kFloat32, qv.data(), kc, D, 1, dot, nf, scratch));
         // The dot of finite q and K passed float32's range where the exact
         // one (a double: |q.k| < 2^128 * 2^128 * D) did not.
-        if (std::isinf(x) && std::isfinite(double_dot(qv.data(), kc, D).sum)) overflow = true;
+        if (std::isinf(x) && std::isfinite(dot.sum)) overflow = true;
         x = x * o.sm_scale;
         if (o.has_soft_cap) x = o.soft_cap * tanh_f32(x / o.soft_cap, nf);
         x = x + (is_masked(p, s, r, c) ? o.mask_value : 0.0f);
