@@ -150,40 +150,6 @@ RPA_FAST_BF16G_ATTR HWY_INLINE __m512 SumEach16(const __m512* a) {
   return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], 0x88), _mm512_shuffle_f32x4(d[0], d[1], 0xDD));
 }
 
-// The next block's lines, prefetched into L2 (prefetcht1) a few at a time
-// between the arithmetic: the same lines issued in one burst per head step
-// stalled the loads behind them until DRAM answered, and the cold decode
-// took about its warm time plus the whole memory time. Rows [j, j_end),
-// each `bytes` (a multiple of 64) from rows[j]. Next() is a prefetch, an
-// add and a rarely taken branch; the cursor before it looked the row up and
-// counted lines on every call, and the warm decode (fast_bench, medians of
-// 6 interleaved runs) took 0.625 / 0.544 ms (q float32 / bfloat16) against
-// 0.574 / 0.516 now; cold, no difference (0.655 / 0.622 vs 0.647 / 0.635).
-struct L2LineStream {
-  const uint8_t* const* rows = nullptr;
-  int64_t j = 0, j_end = 0, bytes = 0;
-  const uint8_t* p = nullptr;    // the next line
-  const uint8_t* end = nullptr;  // the end of row j
-  int64_t step = 0;              // 64, or 0 once every row is issued (p then stays on a line already asked for)
-
-  RPA_FAST_BF16G_ATTR HWY_INLINE void Start() {
-    if (j < j_end) {
-      p = rows[j], end = p + bytes, step = 64;
-    } else {
-      static const uint8_t idle[64] = {};
-      p = idle, end = nullptr, step = 0;
-    }
-  }
-  RPA_FAST_BF16G_ATTR HWY_INLINE void Next() {
-    __builtin_prefetch(p, 0, 2);
-    p += step;
-    if (HWY_UNLIKELY(p == end)) ++j, Start();
-  }
-  RPA_FAST_BF16G_ATTR HWY_INLINE void Rest() {
-    while (step != 0) Next();
-  }
-};
-
 // Raw scores (q.k, before sm_scale) of kT tokens x kR rows (16 in all) of
 // one head. kQPairs = false: float32 FMAs over head_dim on q's float32
 // values, K widened from 64-byte loads - even elements are the words
