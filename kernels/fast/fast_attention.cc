@@ -64,6 +64,7 @@ rpa_status attention(const rpa_problem& p, const NativeKv& kv, float* out, std::
     return fail(RPA_ERR_UNSUPPORTED, nullptr, error);
   plan.ctx.bf16_dot = paths.bf16_dot;
   plan.ctx.bf16_item = options.bf16_decode_item && has_bf16_dot() && has_byte_permute();
+  plan.ctx.decode_item = options.bf16_decode_item;
   // Rows past the output are not written (as the TPU kernel leaves them):
   // clearing them would cost a pass over the whole q-sized buffer per call.
   threads = std::max(1, std::min<int>(threads, int(std::min<size_t>(plan.items.size(), 1024))));

@@ -25,8 +25,9 @@ struct Options {
   // such CPU), kOff never (bfloat16 widened to float32, FMAs).
   enum class Bf16Dot { kAuto, kOn, kOff };
   Bf16Dot bf16_dot = Bf16Dot::kAuto;
-  // The decode item for bfloat16, float8_e4m3fn and float8_e5m2 KV
-  // (bf16_group-inl.h) where the CPU has AVX512-BF16 and AVX512-VBMI;
+  // The decode items: for bfloat16, float8_e4m3fn and float8_e5m2 KV
+  // (bf16_group-inl.h) where the CPU has AVX512-BF16 and AVX512-VBMI, and
+  // for float32 and bfloat16 KV on the AVX2 target (avx2_group-inl.h);
   // false: the generic group item (for tests of it there).
   bool bf16_decode_item = true;
 };

@@ -23,6 +23,7 @@
 #include "kernels/fast/tiles-inl.h"
 #include "kernels/fast/bf16_tile-inl.h"
 #include "kernels/fast/bf16_group-inl.h"
+#include "kernels/fast/avx2_group-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace rpa::fast::HWY_NAMESPACE {
@@ -37,6 +38,7 @@ inline void RunItem(const Plan& plan, const WorkItem& w, Scratch& sc, [[maybe_un
 #if HWY_TARGET != HWY_SCALAR
     float* partial = w.partial >= 0 ? plan.partials.data() + w.partial : nullptr;
     if (RunBf16Group(c, s, w.kv_head, w.heads, w.key0, w.key1, partial, sc, first_streamed, ahead)) return;
+    if (RunAvx2Group(c, s, w.kv_head, w.heads, w.key0, w.key1, partial, sc)) return;
     if (c.head_dim % N != 0) return TileGroup<DType::kFloat32>(c, s, w.kv_head, w.heads, w.key0, w.key1, partial, sc, false);
     switch (c.kv_dtype) {
 #define RPA_FAST_GROUP(T) return TileGroup<T>(c, s, w.kv_head, w.heads, w.key0, w.key1, partial, sc, true)

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "hwy/targets.h"
 #include "kernels/abi_dtype.h"
 #include "kernels/fast/fast_attention.h"
 #include "kernels/fast/native_kv.h"
@@ -430,8 +431,8 @@ void expect_poisoned_else_within_bound(const Truth& clean, const std::vector<flo
 // Every way of the bfloat16 paths: by VDPBF16PS where the CPU has it
 // (whatever its speed); widened to float32 (what kAuto picks where
 // VDPBF16PS is slow), which for bfloat16-KV decode is the decode item's FMA
-// path where the CPU has AVX512-BF16; and that decode left to the generic
-// group item (what CPUs without AVX512-BF16 run).
+// path where the CPU has AVX512-BF16 (on the AVX2 target: the AVX2 decode
+// item); and that decode left to the generic group item.
 struct Bf16Mode {
   const char* name;
   Options::Bf16Dot dot;
@@ -675,13 +676,13 @@ TEST(FastEdges, SplitDecodeSequencesMergeToTheExactMath) {
 // A decode batch: every sequence q_len tokens over its kv_len keys, Hkv KV
 // heads of G q heads each, head_dim 128, pages shuffled, NaN elsewhere.
 TestCase decode_batch(std::mt19937& rng, DType q_dtype, DType kv_dtype, int64_t Hkv, int64_t G, int64_t q_len,
-                      const std::vector<int64_t>& kv_lens) {
+                      const std::vector<int64_t>& kv_lens, int64_t head_dim = 128) {
   TestCase c;
   c.q_dtype = q_dtype;
   c.kv_dtype = kv_dtype;
   c.Hq = Hkv * G;
   c.Hc = 2 * Hkv;
-  c.D = 128;
+  c.D = head_dim;
   c.ps = 16;
   c.S = int64_t(kv_lens.size());
   int64_t max_kv = 1, needed = 0;
@@ -712,11 +713,12 @@ TestCase decode_batch(std::mt19937& rng, DType q_dtype, DType kv_dtype, int64_t 
   return c;
 }
 
-// Decode batches over bfloat16 and 8-bit float KV (the decode item where
-// the CPU has AVX512-BF16, on both of its paths, and the float32 group
-// item): every head-group shape they take (4 or 8 rows a KV head), one to
-// eight KV heads an item, key counts off every block multiple, sequences
-// split into key chunks; windows, soft caps and a small mask value.
+// Decode batches over bfloat16 and 8-bit float KV (the decode items:
+// AVX512-BF16's on both of its paths, or AVX2's for bfloat16; and the
+// float32 group item): every head-group shape they take (4 or 8 rows a KV
+// head), one to eight KV heads an item, key counts off every block
+// multiple, sequences split into key chunks; windows, soft caps and a
+// small mask value. Float32 KV in the AVX2 item: Avx2DecodeItemBatches.
 TEST(FastEdges, DecodeItemBatchesOfEveryHeadShapeAndKvDtype) {
   std::mt19937 rng(77);
   const std::vector<int64_t> kv_lens{1, 5, 17, 64, 333, 700};
@@ -738,6 +740,35 @@ TEST(FastEdges, DecodeItemBatchesOfEveryHeadShapeAndKvDtype) {
         if (HasFatalFailure()) return;
       }
     }
+}
+
+// The AVX2 decode item (avx2_group-inl.h: float32 and bfloat16 KV, up to 4
+// rows a KV head, head_dim a multiple of 16) runs only on the AVX2 target;
+// on CPUs with AVX-512 Highway is limited to AVX2 here so that it is
+// tested there too. Head dims from one 16-element chunk to past the
+// item's 1024-float stack row; within the bound of the exact math.
+TEST(FastEdges, Avx2DecodeItemBatches) {
+  if ((hwy::SupportedTargets() & HWY_AVX2) == 0) GTEST_SKIP() << "the CPU has no AVX2";
+  hwy::SetSupportedTargetsForTest(HWY_AVX2);
+  struct Restore {
+    ~Restore() { hwy::SetSupportedTargetsForTest(0); }
+  } restore;
+  ASSERT_STREQ(simd_target(), "AVX2");
+  std::mt19937 rng(2026);
+  for (int64_t D : {16, 48, 128, 1040})
+    for (DType kv : {DType::kFloat32, DType::kBFloat16})
+      for (DType q : {DType::kFloat32, DType::kBFloat16})
+        for (const auto& [Hkv, G, q_len] :
+             std::vector<std::tuple<int64_t, int64_t, int64_t>>{{8, 4, 1}, {2, 2, 2}, {5, 1, 4}, {1, 3, 1}}) {
+          const std::vector<int64_t> kv_lens =
+              D > 256 ? std::vector<int64_t>{3, 40} : std::vector<int64_t>{1, 5, 17, 64, 333};
+          TestCase c = decode_batch(rng, q, kv, Hkv, G, q_len, kv_lens, D);
+          c.threads = int(1 + rng() % 3);
+          SCOPED_TRACE(describe(c) + " G=" + std::to_string(G) + " q_len=" + std::to_string(q_len));
+          expect_within_bound(c, run_fast(c));
+          expect_within_bound_windowed(c, 40, 4.0f, Options{});
+          if (HasFatalFailure()) return;
+        }
 }
 
 // 8-bit float KV with k_scale / v_scale: with bfloat16 q the decode item

@@ -1,0 +1,225 @@
+// The fast kernel's decode item for AVX2 targets: few rows per KV head over float32 or bfloat16 KV, in 16 registers.
+// Included once per target by simd_attention.cc through foreach_target.h; empty on other targets.
+//
+// TileGroup's work (the rows of a few KV heads of one sequence, key chunk
+// [k0, k1]) written for AVX2's 16 vector registers, where the generic item
+// spends its time elsewhere than in FMAs: its p.v kept 16 accumulators
+// beside the V vectors (spilled), and its q.k widened K eight elements at a
+// time and reduced two keys' scores through eight-lane permutation trees.
+//  * K and V are read where they lie, 16 elements a step as two vectors:
+//    float32 as two loads; bfloat16 as one 32-byte load, the even elements
+//    the words shifted left by 16 and the odd ones the words with the low
+//    half cleared (bfloat16 is the top half of a float32: exact). q is
+//    stored in that order once per item and p.v's accumulator is put back
+//    in head_dim order at the end, so no permutation runs per key.
+//  * q.k: 2 keys x 4 rows, eight accumulators, q a memory operand of each
+//    FMA; the eight sums are reduced by VHADDPS into one vector in the
+//    group softmax's layout (lane i: key i / 4, row i % 4). Products and
+//    sums are float32 as the einsum (kernel.py:131) promotes bfloat16 K.
+//  * p.v: 4 rows x 16 dims, eight accumulators, the float32 probabilities
+//    broadcast from memory. (The reference casts them to V's dtype first,
+//    kernel.py:142 - within the tolerance bound, as in TileGroup.)
+//  * Prefetch: the next block into L2, a line per q.k chunk step and per
+//    key of every other p.v chunk (a block's rows of a token are
+//    contiguous in the page: nh heads x 2 rows), which for bfloat16 KV
+//    spreads the block evenly over the arithmetic. Bursts of L1 prefetches
+//    of the next head's rows, as TileGroup issues, were slower here
+//    (fast_bench decode q float32, bfloat16 KV, 2 threads, cold: about
+//    1.6 ms with them, 1.4 ms without; p.v issuing no L2 lines: 1.5 ms).
+// Scales, other KV dtypes and head_dim not a multiple of 16 take TileGroup.
+#if defined(RPA_FAST_AVX2_GROUP_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RPA_FAST_AVX2_GROUP_INL_H_
+#undef RPA_FAST_AVX2_GROUP_INL_H_
+#else
+#define RPA_FAST_AVX2_GROUP_INL_H_
+#endif
+
+#include <immintrin.h>
+
+#include "hwy/highway.h"
+#include "kernels/fast/tiles-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace rpa::fast::HWY_NAMESPACE {
+
+#if HWY_TARGET == HWY_AVX2
+
+// Whether the AVX2 item runs a group item of `s`.
+inline bool Avx2GroupTakes(const KernelCtx& c, const SeqPlan& s) {
+  return c.decode_item && (c.kv_dtype == DType::kFloat32 || c.kv_dtype == DType::kBFloat16) && !c.has_k_scale &&
+         !c.has_v_scale && c.head_dim > 0 && c.head_dim % 16 == 0 && s.num_tokens * c.group <= 4;
+}
+
+// 16 elements of a row (kE bytes each) at p as two float32 vectors:
+// float32 in order; bfloat16 even elements in a, odd ones in b.
+template <int kE>
+HWY_INLINE void Load16(const uint8_t* HWY_RESTRICT p, __m256& a, __m256& b) {
+  if constexpr (kE == 4) {
+    a = _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+    b = _mm256_loadu_ps(reinterpret_cast<const float*>(p) + 8);
+  } else {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    a = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+    b = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(int(0xFFFF0000u))));
+  }
+}
+
+// The element of a 16-element chunk that position i (0..15) of Load16's
+// a, b (a first) holds.
+template <int kE>
+inline constexpr int64_t Load16Dim(int64_t i) {
+  return kE == 4 ? i : (i < 8 ? 2 * i : 2 * (i - 8) + 1);
+}
+
+// Lane i of the result = the sum of the 8 lanes of v[i].
+HWY_INLINE __m256 SumEach8(const __m256* v) {
+  // hadd(a, b) = a0+a1, a2+a3, b0+b1, b2+b3 | the same of lanes 4..7.
+  const __m256 g0 = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+  const __m256 g1 = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+  // g0: lanes 0..3 the low-half sums of v[0..3], lanes 4..7 their high-half sums.
+  return _mm256_add_ps(_mm256_permute2f128_ps(g0, g1, 0x20), _mm256_permute2f128_ps(g0, g1, 0x31));
+}
+
+// Raw scores q.k of keys k0, k1 x 4 rows (qh: [4][D] in Load16 order),
+// lane t * 4 + r. One line of the next block's L2 stream per chunk.
+template <int kE>
+HWY_INLINE __m256 QK2x4(const float* HWY_RESTRICT qh, int64_t D, const uint8_t* k0, const uint8_t* k1,
+                        L2LineStream& pf) {
+  __m256 acc[8];
+  for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
+  for (int64_t c0 = 0; c0 < D; c0 += 16) {
+    pf.Next();
+    const uint8_t* kp[2] = {k0 + c0 * kE, k1 + c0 * kE};
+    for (int t = 0; t < 2; ++t) {
+      __m256 a, b;
+      Load16<kE>(kp[t], a, b);
+      for (int r = 0; r < 4; ++r) acc[t * 4 + r] = _mm256_fmadd_ps(_mm256_load_ps(qh + r * D + c0), a, acc[t * 4 + r]);
+      for (int r = 0; r < 4; ++r)
+        acc[t * 4 + r] = _mm256_fmadd_ps(_mm256_load_ps(qh + r * D + c0 + 8), b, acc[t * 4 + r]);
+    }
+  }
+  return SumEach8(acc);
+}
+
+// o[4 rows][16 dims at c0, Load16 order] = o * alpha + sum over keys j < nb
+// of p[j][r] * V[j] (p: [key][4] float32 probabilities).
+template <int kE>
+HWY_INLINE void PV4x16(float* HWY_RESTRICT o, int64_t D, int64_t c0, const float* alpha,
+                       const float* HWY_RESTRICT p, int64_t nb, const uint8_t* const* vrow, L2LineStream& pf, bool stream) {
+  __m256 acc[4][2];
+  for (int r = 0; r < 4; ++r) {
+    const __m256 a = _mm256_broadcast_ss(alpha + r);
+    acc[r][0] = _mm256_mul_ps(_mm256_load_ps(o + r * D + c0), a);
+    acc[r][1] = _mm256_mul_ps(_mm256_load_ps(o + r * D + c0 + 8), a);
+  }
+  for (int64_t j = 0; j < nb; ++j) {
+    if (stream) pf.Next();
+    __m256 va, vb;
+    Load16<kE>(vrow[j] + c0 * kE, va, vb);
+    for (int r = 0; r < 4; ++r) {
+      const __m256 pr = _mm256_broadcast_ss(p + j * 4 + r);
+      acc[r][0] = _mm256_fmadd_ps(pr, va, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(pr, vb, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < 4; ++r) {
+    _mm256_store_ps(o + r * D + c0, acc[r][0]);
+    _mm256_store_ps(o + r * D + c0 + 8, acc[r][1]);
+  }
+}
+
+// The item; see TileGroup for the arguments. At most 4 rows per head.
+template <int kE>
+void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1, float* partial,
+               Scratch& sc) {
+  constexpr int64_t KG = 2;  // keys per score vector
+  const int64_t D = c.head_dim;
+  const GroupState g = StartGroup(c, s, nh, k0, k1, sc);
+  const TileKeys& keys = g.keys;
+  const size_t rows_stride = size_t(4 * D);  // one head's rows in qa / o
+
+  float* qa = sc.qt.get();  // [nh][4][D] in Load16 order, rows past R zero
+  float* o = sc.o.get();    // [nh][4][D] in Load16 order
+  std::fill(qa, qa + size_t(nh) * rows_stride, 0.0f);
+  std::fill(o, o + size_t(nh) * rows_stride, 0.0f);
+  for (int64_t h = 0; h < nh; ++h)
+    for (int64_t r = 0; r < g.R; ++r) {
+      const float* q = QRow(c, s, h0 + h, r);
+      float* dst = qa + h * rows_stride + r * D;
+      for (int64_t c0 = 0; c0 < D; c0 += 16)
+        for (int64_t i = 0; i < 16; ++i) dst[c0 + i] = q[c0 + Load16Dim<kE>(i)];
+    }
+  float* alpha = sc.alpha.get();
+  float* sa = sc.st.get();  // [keys][4]
+  const uint8_t* zero = reinterpret_cast<const uint8_t*>(sc.zero.get());
+  const int64_t row_bytes = D * kE;
+  const int64_t token_bytes = 2 * nh * row_bytes;  // a token's K and V rows of the item's heads
+
+  const uint8_t* tok_bufs[2][kGroupBlockKeys];
+  const uint8_t** tok = tok_bufs[0];       // the block's tokens (K of head h0)
+  const uint8_t** tok_next = tok_bufs[1];  // the next block's
+  TokenRows(c, s, h0, keys.range.lo, std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - keys.range.lo), tok);
+  // The first block's rows of head 0 into L1; later blocks arrive through the L2 stream.
+  for (int64_t j = 0; j < std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - keys.range.lo); ++j)
+    for (int64_t off = 0; off < 2 * row_bytes; off += 64) __builtin_prefetch(tok[j] + off, 0, 3);
+
+  for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += kGroupBlockKeys) {
+    const int64_t nb = std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - b0);
+    const int64_t nbp = (nb + KG - 1) / KG * KG;
+    const int64_t nb_next = std::min<int64_t>(kGroupBlockKeys, keys.range.hi + 1 - (b0 + kGroupBlockKeys));
+    if (nb_next > 0) TokenRows(c, s, h0, b0 + kGroupBlockKeys, nb_next, tok_next);
+    const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
+    for (int64_t h = 0; h < nh; ++h) {
+      // This head's share of the next block's lines into L2, spread over its q.k.
+      const int64_t per = (nb_next + nh - 1) / nh;
+      L2LineStream pf{.rows = tok_next, .j = h * per, .j_end = std::min(nb_next, (h + 1) * per), .bytes = token_bytes};
+      pf.Start();
+      const int64_t hoff = 2 * h * row_bytes;
+      const uint8_t* kh[kGroupBlockKeys];
+      const uint8_t* vh[kGroupBlockKeys];
+      for (int64_t j = 0; j < nb; ++j) kh[j] = tok[j] + hoff, vh[j] = tok[j] + hoff + row_bytes;
+      const float* qh = qa + h * rows_stride;
+      for (int64_t j0 = 0; j0 < nbp; j0 += KG) {
+        const uint8_t* k1p = j0 + 1 < nb ? kh[j0 + 1] : zero;  // keys past the block read zeros (-inf later)
+        _mm256_store_ps(sa + j0 * 4, QK2x4<kE>(qh, D, kh[j0], k1p, pf));
+      }
+      ExactGroupScoresIfLarge(c, s, h0 + h, 0, g.R, nb, nbp, kh, /*native=*/true, sa, sc);
+      GroupBlockSoftmax(c, g, h, 0, sa, nbp, nbp, b0, nb, need_mask, alpha);
+      float* oh = o + h * rows_stride;
+      for (int64_t c0 = 0; c0 < D; c0 += 16) PV4x16<kE>(oh, D, c0, alpha, sa, nb, vh, pf, (c0 / 16) % 2 == 0);
+      pf.Rest();
+    }
+    std::swap(tok, tok_next);
+  }
+  HWY_ALIGN float row[1024];  // head_dim <= 1024 here; larger rows use the K scratch
+  float* ordered = D <= 1024 ? row : sc.kbuf.get();
+  FinishGroup(c, s, g, h0, nh, partial, [&](int64_t h, int64_t r) {
+    const float* acc = o + h * rows_stride + r * D;
+    if constexpr (kE == 4) return acc;
+    for (int64_t c0 = 0; c0 < D; c0 += 16)
+      for (int64_t i = 0; i < 16; ++i) ordered[c0 + Load16Dim<kE>(i)] = acc[c0 + i];
+    return static_cast<const float*>(ordered);
+  });
+}
+
+inline bool RunAvx2Group(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1,
+                         float* partial, Scratch& sc) {
+  if (!Avx2GroupTakes(c, s)) return false;
+  if (c.kv_dtype == DType::kFloat32) {
+    GroupAvx2<4>(c, s, h0, nh, k0, k1, partial, sc);
+  } else {
+    GroupAvx2<2>(c, s, h0, nh, k0, k1, partial, sc);
+  }
+  return true;
+}
+
+#else
+inline bool RunAvx2Group(const KernelCtx&, const SeqPlan&, int64_t, int64_t, int64_t, int64_t, float*, Scratch&) {
+  return false;
+}
+#endif  // AVX2
+
+}  // namespace rpa::fast::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // RPA_FAST_AVX2_GROUP_INL_H_
