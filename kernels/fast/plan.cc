@@ -28,10 +28,17 @@ int64_t slice_bound(int64_t x, int64_t n) {
 // S is |soft_cap| when the cap is on (|cap * tanh(.)| <= |cap|), else
 // |sm_scale| * max ||q_row||_1 * max |k| (Hoelder), padded for float32
 // rounding of the dot product and of the dequantisation.
+// The cap bounds only a score that is not NaN, so the raw bound must hold
+// with the cap too: K dequantised past float32's range (int4 K at k_scale
+// 3e38) makes q.k Inf - Inf or 0 x Inf, tanh keeps the NaN, and the
+// reference's row is NaN however far the key is masked (kernel.py:132-143
+// adds mask_value to the score; found by the kernel_diff fuzz target).
 bool masked_negligible(const KernelCtx& c, double q1max, double kmax) {
   const double m = c.mask_value;
   if (std::isnan(m)) return false;
-  const double s = c.has_soft_cap ? std::fabs(double(c.soft_cap)) : raw_score_bound(c, q1max, kmax) + 1.0;
+  const double raw = raw_score_bound(c, q1max, kmax);
+  if (!std::isfinite(raw)) return false;
+  const double s = c.has_soft_cap ? std::fabs(double(c.soft_cap)) : raw + 1.0;
   return std::isfinite(s) && m + 2.0 * s < -150.0;
 }
 
