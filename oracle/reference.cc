@@ -116,7 +116,9 @@ void attend(const ReferencePlan& p, const SeqPlan& s, int64_t g, const float* q,
         if (t.pv_integer) {
           x = static_cast<float>(wrap_signed(static_cast<int64_t>(acc[d]), dtype_bits(t.pv)));
         } else {
-          x = round_dot_f32(acc[d], p_sum * v_max[d] * (1 + 0x1p-30), C, prob_d.data(), &v[d], D, scratch);
+          // No keys (kv_len 0): v is empty and v[d] would bind a reference to nothing.
+          const double* v_d = C > 0 ? v.data() + d : nullptr;
+          x = round_dot_f32(acc[d], p_sum * v_max[d] * (1 + 0x1p-30), C, prob_d.data(), v_d, D, scratch);
           for (int step = 1; step < t.pv_chain_length; ++step) x = round_to(t.pv_chain[step], x);
         }
         o_row[d] = convert_value(t.pv, t.out, x);  // .astype(queries.dtype) :145
