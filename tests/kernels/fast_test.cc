@@ -1123,42 +1123,42 @@ TEST(FastEdges, VScaleOverflowInAMaskedKeyIsNaNAsInTheReference) {
 TEST(FastEdges, KScaleOverflowInAMaskedKeyPoisonsTheRowsTheReferencePoisons) {
   std::mt19937 rng(6);
   for (bool cap : {false, true})
-  for (DType kv : {DType::kBFloat16, DType::kFloat8E4M3FN, DType::kFloat8E5M2})
-    for (DType q : {DType::kFloat32, DType::kBFloat16}) {
-      TestCase c = decode_batch(rng, q, kv, 2, 4, 1, {90, 33});
-      c.has_cap = cap;
-      c.cap = 5.0f;
-      c.has_window = true;
-      c.window = 30;  // seq 0 (q_span 89) masks keys 0..59
-      c.has_k_scale = true;
-      // 448 * 8e35 > FLT_MAX; the random values (|x| <= 2) and their dot
-      // products with q stay far below it.
-      c.k_scale = 8e35f;
-      const int64_t page = c.page_indices[0], slot = 5, d = 20;
-      const int64_t page1 = c.page_indices[1 * c.pps], slot1 = 1;  // seq 1 (q_span 32) masks keys 0..2
-      std::fill(c.q.begin() + c.Hq * c.D, c.q.begin() + 2 * c.Hq * c.D, 0.0f);
-      c.kv_at(page, slot, 2 * 1, d) = 0.0f;  // K of KV head 1
-      c.kv_at(page1, slot1, 2 * 1, d) = 0.0f;
-      const Truth clean = truth_of(c);
-      c.kv_at(page, slot, 2 * 1, d) = 448.0f;  // 3.6e38 after the scale: Inf
-      c.kv_at(page1, slot1, 2 * 1, d) = 448.0f;
-      SCOPED_TRACE(describe(c));
-      int nan_rows = 0;
-      expect_poisoned_else_within_bound(clean, run_fast(c), [&](size_t o) {
-        const int64_t row = int64_t(o) / (c.Hq * c.D), h = int64_t(o) / c.D % c.Hq;
-        const float qd = c.q[size_t((row * c.Hq + h) * c.D + d)];
-        if (h / 4 != 1) return Poisoned::kNo;
-        if (row == 1 || (qd > 0.0f && !cap)) {
-          nan_rows += row == 0 && int64_t(o) % c.D == 0;
-          return Poisoned::kNaN;
-        }
-        return row == 0 && qd == 0.0f ? Poisoned::kEither : Poisoned::kNo;  // 0 * Inf: not drawn in sequence 0
-      });
-      if (HasFatalFailure()) return;
-      if (cap) continue;
-      EXPECT_GT(nan_rows, 0);  // sequence 0's draw has a q head with q[d] > 0
-      EXPECT_LT(nan_rows, 4);  // and one with q[d] < 0
-    }
+    for (DType kv : {DType::kBFloat16, DType::kFloat8E4M3FN, DType::kFloat8E5M2})
+      for (DType q : {DType::kFloat32, DType::kBFloat16}) {
+        TestCase c = decode_batch(rng, q, kv, 2, 4, 1, {90, 33});
+        c.has_cap = cap;
+        c.cap = 5.0f;
+        c.has_window = true;
+        c.window = 30;  // seq 0 (q_span 89) masks keys 0..59
+        c.has_k_scale = true;
+        // 448 * 8e35 > FLT_MAX; the random values (|x| <= 2) and their dot
+        // products with q stay far below it.
+        c.k_scale = 8e35f;
+        const int64_t page = c.page_indices[0], slot = 5, d = 20;
+        const int64_t page1 = c.page_indices[1 * c.pps], slot1 = 1;  // seq 1 (q_span 32) masks keys 0..2
+        std::fill(c.q.begin() + c.Hq * c.D, c.q.begin() + 2 * c.Hq * c.D, 0.0f);
+        c.kv_at(page, slot, 2 * 1, d) = 0.0f;  // K of KV head 1
+        c.kv_at(page1, slot1, 2 * 1, d) = 0.0f;
+        const Truth clean = truth_of(c);
+        c.kv_at(page, slot, 2 * 1, d) = 448.0f;  // 3.6e38 after the scale: Inf
+        c.kv_at(page1, slot1, 2 * 1, d) = 448.0f;
+        SCOPED_TRACE(describe(c));
+        int nan_rows = 0;
+        expect_poisoned_else_within_bound(clean, run_fast(c), [&](size_t o) {
+          const int64_t row = int64_t(o) / (c.Hq * c.D), h = int64_t(o) / c.D % c.Hq;
+          const float qd = c.q[size_t((row * c.Hq + h) * c.D + d)];
+          if (h / 4 != 1) return Poisoned::kNo;
+          if (row == 1 || (qd > 0.0f && !cap)) {
+            nan_rows += row == 0 && int64_t(o) % c.D == 0;
+            return Poisoned::kNaN;
+          }
+          return row == 0 && qd == 0.0f ? Poisoned::kEither : Poisoned::kNo;  // 0 * Inf: not drawn in sequence 0
+        });
+        if (HasFatalFailure()) return;
+        if (cap) continue;
+        EXPECT_GT(nan_rows, 0);  // sequence 0's draw has a q head with q[d] > 0
+        EXPECT_LT(nan_rows, 4);  // and one with q[d] < 0
+      }
 }
 
 }  // namespace
