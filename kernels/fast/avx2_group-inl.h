@@ -1,4 +1,4 @@
-// The fast kernel's decode item for AVX2 targets: few rows per KV head over float32 or bfloat16 KV, in 16 registers.
+// The fast kernel's decode item for AVX2 targets: few rows per KV head over float32, bfloat16 or 8-bit float KV, in 16 registers.
 // Included once per target by simd_attention.cc through foreach_target.h; empty on other targets.
 //
 // TileGroup's work (the rows of a few KV heads of one sequence, key chunk
@@ -9,7 +9,8 @@
 //  * K and V are read where they lie, 16 elements a step as two vectors:
 //    float32 as two loads; bfloat16 as one 32-byte load, the even elements
 //    the words shifted left by 16 and the odd ones the words with the low
-//    half cleared (bfloat16 is the top half of a float32: exact). q is
+//    half cleared (bfloat16 is the top half of a float32: exact); 8-bit
+//    floats through float16 (LoadFp8x16), in order. q is
 //    stored in that order once per item and p.v's accumulator is put back
 //    in head_dim order at the end, so no permutation runs per key.
 //  * q.k: 2 keys x 4 rows, eight accumulators, q a memory operand of each
@@ -26,7 +27,10 @@
 //    of the next head's rows, as TileGroup issues, were slower here
 //    (fast_bench decode q float32, bfloat16 KV, 2 threads, cold: about
 //    1.6 ms with them, 1.4 ms without; p.v issuing no L2 lines: 1.5 ms).
-// Scales, other KV dtypes and head_dim not a multiple of 16 take TileGroup.
+// Scales, other KV dtypes, float8_e4m3fn KV holding a NaN and head_dim not
+// a multiple of 16 take TileGroup. For 8-bit floats, in fast_bench (decode,
+// 2 threads, cold, medians of 5 in three interleaved rounds, q float32 /
+// bfloat16): TileGroup 3.05 / 2.93 ms, this item 1.50-1.62 / 1.56-1.58 ms.
 #if defined(RPA_FAST_AVX2_GROUP_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RPA_FAST_AVX2_GROUP_INL_H_
 #undef RPA_FAST_AVX2_GROUP_INL_H_
@@ -36,6 +40,9 @@
 
 #include <immintrin.h>
 
+#include <cmath>
+#include <limits>
+
 #include "hwy/highway.h"
 #include "kernels/fast/tiles-inl.h"
 
@@ -44,31 +51,92 @@ namespace rpa::fast::HWY_NAMESPACE {
 
 #if HWY_TARGET == HWY_AVX2
 
-// Whether the AVX2 item runs a group item of `s`.
+// Whether the AVX2 item runs a group item of `s`. float8_e4m3fn KV only
+// where every K and V element of the sequence is finite (SeqPlan::k_finite,
+// from the cache's statistics): LoadFp8x16 does not see its NaN.
 inline bool Avx2GroupTakes(const KernelCtx& c, const SeqPlan& s) {
-  return c.decode_item && (c.kv_dtype == DType::kFloat32 || c.kv_dtype == DType::kBFloat16) && !c.has_k_scale &&
-         !c.has_v_scale && c.head_dim > 0 && c.head_dim % 16 == 0 && s.num_tokens * c.group <= 4;
+  const bool dtype_ok = c.kv_dtype == DType::kFloat32 || c.kv_dtype == DType::kBFloat16 ||
+                        c.kv_dtype == DType::kFloat8E5M2 || (c.kv_dtype == DType::kFloat8E4M3FN && s.k_finite);
+  return c.decode_item && dtype_ok && !c.has_k_scale && !c.has_v_scale && c.head_dim > 0 && c.head_dim % 16 == 0 &&
+         s.num_tokens * c.group <= 4;
 }
 
-// 16 elements of a row (kE bytes each) at p as two float32 vectors:
-// float32 in order; bfloat16 even elements in a, odd ones in b.
-template <int kE>
+template <DType kKv>
+inline constexpr int kElemBytes = kKv == DType::kFloat32 ? 4 : kKv == DType::kBFloat16 ? 2 : 1;
+
+// 16 8-bit floats at p as float32 through float16 (F16C's VCVTPH2PS, which
+// widens float16 subnormals in hardware: a float32 subnormal operand, as a
+// shift of the byte into float32's fields then a multiply by a power of two
+// would make, costs a microcode assist per multiply on Zen 3 - the decode
+// took 1.7-2.3 ms with it, 1.4-1.8 ms without).
+//  * float8_e5m2 is float16's top byte: exact, Inf and NaN included.
+//  * float8_e4m3fn's exponent and mantissa bits placed under float16's
+//    exponent field's top bit (sign at bit 15, bit 14 clear) read as
+//    float16 are the value times 2^-8, normals and subnormals alike (bias
+//    15 against 7; a subnormal's m x 2^-9 is float16's m x 2^-17). The
+//    caller multiplies q and the probabilities by 2^8 instead (exact, see
+//    kFp8Scale). NaN (exponent and mantissa all ones) reads as 1.875 x 2^-8:
+//    Avx2GroupTakes asks for finite KV.
+template <DType kKv>
+HWY_INLINE void LoadFp8x16(const uint8_t* HWY_RESTRICT p, __m256& a, __m256& b) {
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  __m128i lo, hi;
+  if constexpr (kKv == DType::kFloat8E5M2) {
+    lo = _mm_unpacklo_epi8(_mm_setzero_si128(), x);
+    hi = _mm_unpackhi_epi8(_mm_setzero_si128(), x);
+  } else {
+    const __m256i w =
+        _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(x), 7), _mm256_set1_epi16(int16_t(0xBF80)));
+    lo = _mm256_castsi256_si128(w);
+    hi = _mm256_extracti128_si256(w, 1);
+  }
+  a = _mm256_cvtph_ps(lo);
+  b = _mm256_cvtph_ps(hi);
+}
+
+// What Load16 leaves out of every element of kKv: the value is Load16's
+// times kFp8Scale. q and the probabilities are multiplied by it instead -
+// exact (a power of two, no overflow where QFitsScale), and each product
+// (x * 2^8) * (k * 2^-8) is the product x * k, so every FMA rounds as it
+// would on the values.
+template <DType kKv>
+inline constexpr float kFp8Scale = kKv == DType::kFloat8E4M3FN ? 256.0f : 1.0f;
+
+// Whether every finite q element of the item's rows stays finite times `scale`.
+inline bool QFitsScale(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, float scale) {
+  if (scale == 1.0f) return true;
+  const float limit = std::numeric_limits<float>::max() / scale;  // exact: scale is a power of two
+  for (int64_t h = 0; h < nh; ++h)
+    for (int64_t r = 0; r < s.num_tokens * c.group; ++r) {
+      const float* q = QRow(c, s, h0 + h, r);
+      for (int64_t d = 0; d < c.head_dim; ++d)
+        if (std::fabs(q[d]) > limit && std::isfinite(q[d])) return false;
+    }
+  return true;
+}
+
+// 16 elements of a row of kKv at p as two float32 vectors: float32 and
+// 8-bit floats in order (the latter divided by kFp8Scale); bfloat16 even
+// elements in a, odd ones in b.
+template <DType kKv>
 HWY_INLINE void Load16(const uint8_t* HWY_RESTRICT p, __m256& a, __m256& b) {
-  if constexpr (kE == 4) {
+  if constexpr (kKv == DType::kFloat32) {
     a = _mm256_loadu_ps(reinterpret_cast<const float*>(p));
     b = _mm256_loadu_ps(reinterpret_cast<const float*>(p) + 8);
-  } else {
+  } else if constexpr (kKv == DType::kBFloat16) {
     const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     a = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
     b = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(int(0xFFFF0000u))));
+  } else {
+    LoadFp8x16<kKv>(p, a, b);
   }
 }
 
 // The element of a 16-element chunk that position i (0..15) of Load16's
 // a, b (a first) holds.
-template <int kE>
+template <DType kKv>
 inline constexpr int64_t Load16Dim(int64_t i) {
-  return kE == 4 ? i : (i < 8 ? 2 * i : 2 * (i - 8) + 1);
+  return kKv != DType::kBFloat16 ? i : (i < 8 ? 2 * i : 2 * (i - 8) + 1);
 }
 
 // Lane i of the result = the sum of the 8 lanes of v[i].
@@ -82,17 +150,17 @@ HWY_INLINE __m256 SumEach8(const __m256* v) {
 
 // Raw scores q.k of keys k0, k1 x 4 rows (qh: [4][D] in Load16 order),
 // lane t * 4 + r. One line of the next block's L2 stream per chunk.
-template <int kE>
+template <DType kKv>
 HWY_INLINE __m256 QK2x4(const float* HWY_RESTRICT qh, int64_t D, const uint8_t* k0, const uint8_t* k1,
                         L2LineStream& pf) {
   __m256 acc[8];
   for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
   for (int64_t c0 = 0; c0 < D; c0 += 16) {
     pf.Next();
-    const uint8_t* kp[2] = {k0 + c0 * kE, k1 + c0 * kE};
+    const uint8_t* kp[2] = {k0 + c0 * kElemBytes<kKv>, k1 + c0 * kElemBytes<kKv>};
     for (int t = 0; t < 2; ++t) {
       __m256 a, b;
-      Load16<kE>(kp[t], a, b);
+      Load16<kKv>(kp[t], a, b);
       for (int r = 0; r < 4; ++r) acc[t * 4 + r] = _mm256_fmadd_ps(_mm256_load_ps(qh + r * D + c0), a, acc[t * 4 + r]);
       for (int r = 0; r < 4; ++r)
         acc[t * 4 + r] = _mm256_fmadd_ps(_mm256_load_ps(qh + r * D + c0 + 8), b, acc[t * 4 + r]);
@@ -103,7 +171,7 @@ HWY_INLINE __m256 QK2x4(const float* HWY_RESTRICT qh, int64_t D, const uint8_t* 
 
 // o[4 rows][16 dims at c0, Load16 order] = o * alpha + sum over keys j < nb
 // of p[j][r] * V[j] (p: [key][4] float32 probabilities).
-template <int kE>
+template <DType kKv>
 HWY_INLINE void PV4x16(float* HWY_RESTRICT o, int64_t D, int64_t c0, const float* alpha,
                        const float* HWY_RESTRICT p, int64_t nb, const uint8_t* const* vrow, L2LineStream& pf, bool stream) {
   __m256 acc[4][2];
@@ -115,7 +183,7 @@ HWY_INLINE void PV4x16(float* HWY_RESTRICT o, int64_t D, int64_t c0, const float
   for (int64_t j = 0; j < nb; ++j) {
     if (stream) pf.Next();
     __m256 va, vb;
-    Load16<kE>(vrow[j] + c0 * kE, va, vb);
+    Load16<kKv>(vrow[j] + c0 * kElemBytes<kKv>, va, vb);
     for (int r = 0; r < 4; ++r) {
       const __m256 pr = _mm256_broadcast_ss(p + j * 4 + r);
       acc[r][0] = _mm256_fmadd_ps(pr, va, acc[r][0]);
@@ -129,10 +197,11 @@ HWY_INLINE void PV4x16(float* HWY_RESTRICT o, int64_t D, int64_t c0, const float
 }
 
 // The item; see TileGroup for the arguments. At most 4 rows per head.
-template <int kE>
+template <DType kKv>
 void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1, float* partial,
                Scratch& sc) {
   constexpr int64_t KG = 2;  // keys per score vector
+  constexpr int kE = kElemBytes<kKv>;
   const int64_t D = c.head_dim;
   const GroupState g = StartGroup(c, s, nh, k0, k1, sc);
   const TileKeys& keys = g.keys;
@@ -147,13 +216,15 @@ void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
       const float* q = QRow(c, s, h0 + h, r);
       float* dst = qa + h * rows_stride + r * D;
       for (int64_t c0 = 0; c0 < D; c0 += 16)
-        for (int64_t i = 0; i < 16; ++i) dst[c0 + i] = q[c0 + Load16Dim<kE>(i)];
+        for (int64_t i = 0; i < 16; ++i) dst[c0 + i] = q[c0 + Load16Dim<kKv>(i)] * kFp8Scale<kKv>;
     }
   float* alpha = sc.alpha.get();
   float* sa = sc.st.get();  // [keys][4]
   const uint8_t* zero = reinterpret_cast<const uint8_t*>(sc.zero.get());
   const int64_t row_bytes = D * kE;
-  const int64_t token_bytes = 2 * nh * row_bytes;  // a token's K and V rows of the item's heads
+  // A token's K and V rows of the item's heads, in whole lines for the L2
+  // stream (8-bit rows of 16 elements x an odd nh end mid-line).
+  const int64_t token_bytes = (2 * nh * row_bytes + 63) / 64 * 64;
 
   const uint8_t* tok_bufs[2][kGroupBlockKeys];
   const uint8_t** tok = tok_bufs[0];       // the block's tokens (K of head h0)
@@ -181,12 +252,15 @@ void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
       const float* qh = qa + h * rows_stride;
       for (int64_t j0 = 0; j0 < nbp; j0 += KG) {
         const uint8_t* k1p = j0 + 1 < nb ? kh[j0 + 1] : zero;  // keys past the block read zeros (-inf later)
-        _mm256_store_ps(sa + j0 * 4, QK2x4<kE>(qh, D, kh[j0], k1p, pf));
+        _mm256_store_ps(sa + j0 * 4, QK2x4<kKv>(qh, D, kh[j0], k1p, pf));
       }
       ExactGroupScoresIfLarge(c, s, h0 + h, 0, g.R, nb, nbp, kh, /*native=*/true, sa, sc);
       GroupBlockSoftmax(c, g, h, 0, sa, nbp, nbp, b0, nb, need_mask, alpha);
+      if constexpr (kFp8Scale<kKv> != 1.0f)  // after l took its sum
+        for (int64_t i = 0; i < nbp * 4; i += 8)
+          _mm256_store_ps(sa + i, _mm256_mul_ps(_mm256_load_ps(sa + i), _mm256_set1_ps(kFp8Scale<kKv>)));
       float* oh = o + h * rows_stride;
-      for (int64_t c0 = 0; c0 < D; c0 += 16) PV4x16<kE>(oh, D, c0, alpha, sa, nb, vh, pf, (c0 / 16) % 2 == 0);
+      for (int64_t c0 = 0; c0 < D; c0 += 16) PV4x16<kKv>(oh, D, c0, alpha, sa, nb, vh, pf, (c0 / 16) % 2 == 0);
       pf.Rest();
     }
     std::swap(tok, tok_next);
@@ -195,9 +269,9 @@ void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
   float* ordered = D <= 1024 ? row : sc.kbuf.get();
   FinishGroup(c, s, g, h0, nh, partial, [&](int64_t h, int64_t r) {
     const float* acc = o + h * rows_stride + r * D;
-    if constexpr (kE == 4) return acc;
+    if constexpr (kKv != DType::kBFloat16) return acc;
     for (int64_t c0 = 0; c0 < D; c0 += 16)
-      for (int64_t i = 0; i < 16; ++i) ordered[c0 + Load16Dim<kE>(i)] = acc[c0 + i];
+      for (int64_t i = 0; i < 16; ++i) ordered[c0 + Load16Dim<kKv>(i)] = acc[c0 + i];
     return static_cast<const float*>(ordered);
   });
 }
@@ -205,15 +279,37 @@ void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
 inline bool RunAvx2Group(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1,
                          float* partial, Scratch& sc) {
   if (!Avx2GroupTakes(c, s)) return false;
-  if (c.kv_dtype == DType::kFloat32) {
-    GroupAvx2<4>(c, s, h0, nh, k0, k1, partial, sc);
-  } else {
-    GroupAvx2<2>(c, s, h0, nh, k0, k1, partial, sc);
+  if (c.kv_dtype == DType::kFloat8E4M3FN && !QFitsScale(c, s, h0, nh, kFp8Scale<DType::kFloat8E4M3FN>)) return false;
+  switch (c.kv_dtype) {
+    case DType::kFloat32: GroupAvx2<DType::kFloat32>(c, s, h0, nh, k0, k1, partial, sc); break;
+    case DType::kBFloat16: GroupAvx2<DType::kBFloat16>(c, s, h0, nh, k0, k1, partial, sc); break;
+    case DType::kFloat8E4M3FN: GroupAvx2<DType::kFloat8E4M3FN>(c, s, h0, nh, k0, k1, partial, sc); break;
+    default: GroupAvx2<DType::kFloat8E5M2>(c, s, h0, nh, k0, k1, partial, sc); break;
   }
   return true;
 }
 
+// Test hook: 16 bytes of 8-bit float KV (kv) as the item computes with
+// them, Load16's values times kFp8Scale.
+inline bool Avx2Fp8RowForTest(DType kv, const uint8_t* src, float* dst) {
+  __m256 a, b;
+  float scale = 1.0f;
+  if (kv == DType::kFloat8E4M3FN) {
+    Load16<DType::kFloat8E4M3FN>(src, a, b);
+    scale = kFp8Scale<DType::kFloat8E4M3FN>;
+  } else if (kv == DType::kFloat8E5M2) {
+    Load16<DType::kFloat8E5M2>(src, a, b);
+    scale = kFp8Scale<DType::kFloat8E5M2>;
+  } else {
+    return false;
+  }
+  _mm256_storeu_ps(dst, _mm256_mul_ps(a, _mm256_set1_ps(scale)));
+  _mm256_storeu_ps(dst + 8, _mm256_mul_ps(b, _mm256_set1_ps(scale)));
+  return true;
+}
+
 #else
+inline bool Avx2Fp8RowForTest(DType, const uint8_t*, float*) { return false; }
 inline bool RunAvx2Group(const KernelCtx&, const SeqPlan&, int64_t, int64_t, int64_t, int64_t, float*, Scratch&) {
   return false;
 }

@@ -27,7 +27,8 @@ struct Options {
   Bf16Dot bf16_dot = Bf16Dot::kAuto;
   // The decode items: for bfloat16, float8_e4m3fn and float8_e5m2 KV
   // (bf16_group-inl.h) where the CPU has AVX512-BF16 and AVX512-VBMI, and
-  // for float32 and bfloat16 KV on the AVX2 target (avx2_group-inl.h);
+  // for float32, bfloat16 and 8-bit float KV on the AVX2 target
+  // (avx2_group-inl.h);
   // false: the generic group item (for tests of it there).
   bool bf16_decode_item = true;
 };

@@ -68,7 +68,7 @@ struct KernelCtx {
   // the CPU has AVX512-BF16 and AVX512-VBMI (the item is compiled for
   // both) and Options::bf16_decode_item.
   bool bf16_item = false;
-  // The AVX2 decode item for float32 and bfloat16 KV (GroupAvx2) may run on
+  // The AVX2 decode item for float32, bfloat16 and 8-bit float KV (GroupAvx2) may run on
   // the AVX2 target: Options::bf16_decode_item.
   bool decode_item = false;
 };

@@ -42,4 +42,9 @@ void convert_row_for_test(DType kv, DType q, bool scaled, float scale, const uin
 // CPU or the dispatched target has no such item.
 bool fp8_words_for_test(DType kv, bool scaled, float scale, const uint8_t* src, uint16_t* words);
 
+// Test hook: 16 bytes of float8_e4m3fn or float8_e5m2 KV as the AVX2 decode
+// item computes with them (avx2_group-inl.h, Load16 times kFp8Scale), as
+// float32. False where the dispatched target is not AVX2.
+bool avx2_fp8_row_for_test(DType kv, const uint8_t* src, float* dst);
+
 }  // namespace rpa::fast

@@ -99,6 +99,47 @@ TEST(FastConvert, EveryPatternOfEightBitFloatKvReadsAsTheDecodeItemsBfloat16Word
     }
 }
 
+// Highway limited to its AVX2 target for a test's lifetime, so that the
+// AVX2 decode item (avx2_group-inl.h) runs on AVX-512 machines too. Holds
+// false where the CPU has no AVX2.
+struct OnlyAvx2 {
+  const bool ok = (hwy::SupportedTargets() & HWY_AVX2) != 0;
+  OnlyAvx2() {
+    if (ok) hwy::SetSupportedTargetsForTest(HWY_AVX2);
+  }
+  ~OnlyAvx2() {
+    if (ok) hwy::SetSupportedTargetsForTest(0);
+  }
+};
+
+// The AVX2 decode item widens 8-bit float KV through float16 (F16C),
+// float8_e4m3fn's values divided by 2^8 with q and the probabilities
+// multiplied by 2^8 instead. Every pattern against the dtype model: the
+// exact value with its sign (zeros, subnormals, the largest normals), and
+// float8_e5m2's Inf and NaN. float8_e4m3fn's NaN (0x7F, 0xFF) is not one
+// of its values here, which is why the item takes finite KV only: shown
+// too, so that the item's precondition cannot go stale unseen.
+TEST(FastConvert, EveryPatternOfEightBitFloatKvIsExactInTheAvx2DecodeItem) {
+  const OnlyAvx2 only;
+  if (!only.ok) GTEST_SKIP() << "the CPU has no AVX2";
+  for (DType d : {DType::kFloat8E4M3FN, DType::kFloat8E5M2})
+    for (uint32_t b0 = 0; b0 < 256; b0 += 16) {
+      uint8_t bytes[16];
+      for (uint32_t i = 0; i < 16; ++i) bytes[i] = uint8_t(b0 + (i * 7 + 3) % 16);  // shuffled in the chunk
+      float got[16];
+      ASSERT_TRUE(avx2_fp8_row_for_test(d, bytes, got));
+      for (uint32_t i = 0; i < 16; ++i) {
+        const float want = decode(d, bytes[i]);
+        if (d == DType::kFloat8E4M3FN && std::isnan(want)) {
+          EXPECT_FALSE(std::isnan(got[i])) << "e4m3fn NaN pattern " << int(bytes[i]) << " now reads as NaN";
+          continue;
+        }
+        ASSERT_TRUE(same_value(got[i], want) && (std::isnan(want) || std::signbit(got[i]) == std::signbit(want)))
+            << dtype_name(d) << " pattern " << int(bytes[i]) << ": " << got[i] << " vs " << want;
+      }
+    }
+}
+
 TEST(FastConvert, Float32RowsAreCopied) {
   std::vector<float> v = {1.5f, -0.0f, kNaN, std::numeric_limits<float>::infinity(), 1e-45f, 3.0f, -7.25f};
   std::vector<float> got(v.size());
@@ -742,21 +783,18 @@ TEST(FastEdges, DecodeItemBatchesOfEveryHeadShapeAndKvDtype) {
     }
 }
 
-// The AVX2 decode item (avx2_group-inl.h: float32 and bfloat16 KV, up to 4
+// The AVX2 decode item (avx2_group-inl.h: float32, bfloat16, 8-bit float KV, up to 4
 // rows a KV head, head_dim a multiple of 16) runs only on the AVX2 target;
 // on CPUs with AVX-512 Highway is limited to AVX2 here so that it is
 // tested there too. Head dims from one 16-element chunk to past the
 // item's 1024-float stack row; within the bound of the exact math.
 TEST(FastEdges, Avx2DecodeItemBatches) {
-  if ((hwy::SupportedTargets() & HWY_AVX2) == 0) GTEST_SKIP() << "the CPU has no AVX2";
-  hwy::SetSupportedTargetsForTest(HWY_AVX2);
-  struct Restore {
-    ~Restore() { hwy::SetSupportedTargetsForTest(0); }
-  } restore;
+  const OnlyAvx2 only;
+  if (!only.ok) GTEST_SKIP() << "the CPU has no AVX2";
   ASSERT_STREQ(simd_target(), "AVX2");
   std::mt19937 rng(2026);
   for (int64_t D : {16, 48, 128, 1040})
-    for (DType kv : {DType::kFloat32, DType::kBFloat16})
+    for (DType kv : {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN, DType::kFloat8E5M2})
       for (DType q : {DType::kFloat32, DType::kBFloat16})
         for (const auto& [Hkv, G, q_len] :
              std::vector<std::tuple<int64_t, int64_t, int64_t>>{{8, 4, 1}, {2, 2, 2}, {5, 1, 4}, {1, 3, 1}}) {
@@ -769,6 +807,31 @@ TEST(FastEdges, Avx2DecodeItemBatches) {
           expect_within_bound_windowed(c, 40, 4.0f, Options{});
           if (HasFatalFailure()) return;
         }
+}
+
+// The AVX2 item multiplies q by 2^8 for float8_e4m3fn KV (kFp8Scale); a q
+// element above FLT_MAX / 2^8 would become Inf, and the item hands such an
+// item to the generic one. Here one element of each q row is +-2^121 (its
+// products with K stay finite), on both sides of the limit, within the
+// bound of the exact math. sm_scale 1 / 2^121 brings the scores back to a
+// few units (an Inf score there is recomputed exactly anyway, as every
+// large one is); sm_scale 0 makes every score 0 in the reference, where an
+// Inf one would be Inf x 0 = NaN: without the check those rows are NaN.
+TEST(FastEdges, Avx2DecodeItemLeavesQThatItsFp8ScaleWouldOverflow) {
+  const OnlyAvx2 only;
+  if (!only.ok) GTEST_SKIP() << "the CPU has no AVX2";
+  std::mt19937 rng(404);
+  for (const float big : {0x1p121f, 0x1p119f})
+    for (const float sm_scale : {1.0f / big, 0.0f})
+    for (DType q : {DType::kFloat32, DType::kBFloat16}) {
+      TestCase c = decode_batch(rng, q, DType::kFloat8E4M3FN, 4, 4, 1, {5, 40, 333});
+      for (size_t r = 0; r < c.q.size(); r += size_t(c.D)) c.q[r + 3] = (r / size_t(c.D)) % 2 ? big : -big;
+      c.sm_scale = sm_scale;
+      c.threads = 2;
+      SCOPED_TRACE(describe(c) + " big=" + std::to_string(big) + " sm_scale=" + std::to_string(sm_scale));
+      expect_within_bound(c, run_fast(c));
+      if (HasFatalFailure()) return;
+    }
 }
 
 // 8-bit float KV with k_scale / v_scale: with bfloat16 q the decode item
