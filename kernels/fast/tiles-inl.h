@@ -294,6 +294,9 @@ inline constexpr float kExactScoresAbove = 128.0f;
 // elements near float32's largest values can pass Inf in one lane and -Inf
 // in another where the exact dot product is finite (k_scale near 1e38), so
 // a NaN score is recomputed too (it stays NaN where K or q holds a NaN).
+// An Inf score under sm_scale 0 (Inf x 0: NaN, not >= the threshold) is
+// recomputed as well: one lane's partial sum can overflow where the exact
+// product is finite, which sm_scale 0 turns into 0 in the reference.
 HWY_INLINE bool NeedsExactScores(const float* HWY_RESTRICT p, size_t n, float scale) {
   const DF df;
   VF m = hn::Zero(df);
@@ -303,7 +306,7 @@ HWY_INLINE bool NeedsExactScores(const float* HWY_RESTRICT p, size_t n, float sc
     m = hn::Max(m, hn::Abs(x));
     nan = hn::Or(nan, hn::IsNaN(x));
   }
-  return !hn::AllFalse(df, nan) || hn::GetLane(hn::MaxOfLanes(df, m)) * scale >= kExactScoresAbove;
+  return !hn::AllFalse(df, nan) || !(hn::GetLane(hn::MaxOfLanes(df, m)) * scale < kExactScoresAbove);
 }
 
 // q.k rounded once to float32, the products exact in double.

@@ -101,10 +101,10 @@ TEST(FastConvert, EveryPatternOfEightBitFloatKvReadsAsTheDecodeItemsBfloat16Word
 
 // Highway limited to its AVX2 target for a test's lifetime, so that the
 // AVX2 decode item (avx2_group-inl.h) runs on AVX-512 machines too. Holds
-// false where the CPU has no AVX2.
+// false where the CPU has no AVX2 (or where not asked to limit).
 struct OnlyAvx2 {
-  const bool ok = (hwy::SupportedTargets() & HWY_AVX2) != 0;
-  OnlyAvx2() {
+  const bool ok;
+  explicit OnlyAvx2(bool limit = true) : ok(limit && (hwy::SupportedTargets() & HWY_AVX2) != 0) {
     if (ok) hwy::SetSupportedTargetsForTest(HWY_AVX2);
   }
   ~OnlyAvx2() {
@@ -832,6 +832,34 @@ TEST(FastEdges, Avx2DecodeItemLeavesQThatItsFp8ScaleWouldOverflow) {
       expect_within_bound(c, run_fast(c));
       if (HasFatalFailure()) return;
     }
+}
+
+// A raw score whose float32 partial sums overflow where the exact q.k is
+// finite, under sm_scale 0: q all 2^127, K of key 0 at 1.5 in dims 0 and 8
+// and -1.5 in dim 1 (exactly 1.5 x 2^127), every other K element 0. The AVX2 item's lane 0 sums
+// dims 0 and 8 to Inf first; its score is Inf, Inf x 0 is NaN. The
+// reference's scores are all 0 (kernel.py:133 multiplies by sm_scale), so
+// the output is the mean of V: within the bound of the exact math, on the
+// dispatched target and on AVX2. Before NeedsExactScores took an Inf score
+// under sm_scale 0 as large, the AVX2 item's rows were NaN.
+TEST(FastEdges, AnOverflowingRawScoreUnderAZeroSmScaleIsRecomputed) {
+  std::mt19937 rng(505);
+  for (const bool avx2 : {false, true}) {
+    const OnlyAvx2 only(avx2);
+    if (avx2 && !only.ok) continue;
+    TestCase c = decode_batch(rng, DType::kFloat32, DType::kFloat32, 1, 4, 1, {3, 20}, 16);
+    std::fill(c.q.begin(), c.q.end(), 0x1p127f);
+    for (int64_t page = 0; page < c.P; ++page)  // every other score 0, not past float32's range
+      for (int64_t slot = 0; slot < c.ps; ++slot)
+        for (int64_t d = 0; d < c.D; ++d) c.kv_at(page, slot, 0, d) = 0.0f;
+    c.kv_at(c.page_indices[0], 0, 0, 0) = 1.5f;
+    c.kv_at(c.page_indices[0], 0, 0, 8) = 1.5f;
+    c.kv_at(c.page_indices[0], 0, 0, 1) = -1.5f;
+    c.sm_scale = 0.0f;
+    SCOPED_TRACE(describe(c) + (avx2 ? " AVX2" : " dispatched"));
+    expect_within_bound(c, run_fast(c));
+    if (HasFatalFailure()) return;
+  }
 }
 
 // 8-bit float KV with k_scale / v_scale: with bfloat16 q the decode item
