@@ -27,8 +27,8 @@
 //    of the next head's rows, as TileGroup issues, were slower here
 //    (fast_bench decode q float32, bfloat16 KV, 2 threads, cold: about
 //    1.6 ms with them, 1.4 ms without; p.v issuing no L2 lines: 1.5 ms).
-// Scales, other KV dtypes, float8_e4m3fn KV holding a NaN and head_dim not
-// a multiple of 16 take TileGroup. For 8-bit floats, in fast_bench (decode,
+// Scales with bfloat16 q, other KV dtypes, float8_e4m3fn KV holding a NaN
+// and head_dim not a multiple of 16 take TileGroup. For 8-bit floats, in fast_bench (decode,
 // 2 threads, cold, medians of 5 in three interleaved rounds, q float32 /
 // bfloat16): TileGroup 3.05 / 2.93 ms, this item 1.50-1.62 / 1.56-1.58 ms.
 #if defined(RPA_FAST_AVX2_GROUP_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -53,11 +53,16 @@ namespace rpa::fast::HWY_NAMESPACE {
 
 // Whether the AVX2 item runs a group item of `s`. float8_e4m3fn KV only
 // where every K and V element of the sequence is finite (SeqPlan::k_finite,
-// from the cache's statistics): LoadFp8x16 does not see its NaN.
+// from the cache's statistics): LoadFp8x16 does not see its NaN. With
+// k_scale or v_scale only for float32 q: the reference dequantises to q's
+// dtype (kernel.py:124-129), which for float32 q is the float32 product
+// x * scale the item forms (Avx2Multipliers), for bfloat16 q a rounding
+// more that the item does not do.
 inline bool Avx2GroupTakes(const KernelCtx& c, const SeqPlan& s) {
   const bool dtype_ok = c.kv_dtype == DType::kFloat32 || c.kv_dtype == DType::kBFloat16 ||
                         c.kv_dtype == DType::kFloat8E5M2 || (c.kv_dtype == DType::kFloat8E4M3FN && s.k_finite);
-  return c.decode_item && dtype_ok && !c.has_k_scale && !c.has_v_scale && c.head_dim > 0 && c.head_dim % 16 == 0 &&
+  const bool scales_ok = (!c.has_k_scale && !c.has_v_scale) || c.q_dtype == DType::kFloat32;
+  return c.decode_item && dtype_ok && scales_ok && c.head_dim > 0 && c.head_dim % 16 == 0 &&
          s.num_tokens * c.group <= 4;
 }
 
@@ -150,8 +155,8 @@ HWY_INLINE __m256 SumEach8(const __m256* v) {
 
 // Raw scores q.k of keys k0, k1 x 4 rows (qh: [4][D] in Load16 order),
 // lane t * 4 + r. One line of the next block's L2 stream per chunk.
-template <DType kKv>
-HWY_INLINE __m256 QK2x4(const float* HWY_RESTRICT qh, int64_t D, const uint8_t* k0, const uint8_t* k1,
+template <DType kKv, bool kScaled>
+HWY_INLINE __m256 QK2x4(const float* HWY_RESTRICT qh, int64_t D, const uint8_t* k0, const uint8_t* k1, __m256 km,
                         L2LineStream& pf) {
   __m256 acc[8];
   for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
@@ -161,6 +166,7 @@ HWY_INLINE __m256 QK2x4(const float* HWY_RESTRICT qh, int64_t D, const uint8_t* 
     for (int t = 0; t < 2; ++t) {
       __m256 a, b;
       Load16<kKv>(kp[t], a, b);
+      if constexpr (kScaled) a = _mm256_mul_ps(a, km), b = _mm256_mul_ps(b, km);
       for (int r = 0; r < 4; ++r) acc[t * 4 + r] = _mm256_fmadd_ps(_mm256_load_ps(qh + r * D + c0), a, acc[t * 4 + r]);
       for (int r = 0; r < 4; ++r)
         acc[t * 4 + r] = _mm256_fmadd_ps(_mm256_load_ps(qh + r * D + c0 + 8), b, acc[t * 4 + r]);
@@ -170,10 +176,11 @@ HWY_INLINE __m256 QK2x4(const float* HWY_RESTRICT qh, int64_t D, const uint8_t* 
 }
 
 // o[4 rows][16 dims at c0, Load16 order] = o * alpha + sum over keys j < nb
-// of p[j][r] * V[j] (p: [key][4] float32 probabilities).
-template <DType kKv>
+// of p[j][r] * V[j] (p: [key][4] float32 probabilities; V times vm where kScaled).
+template <DType kKv, bool kScaled>
 HWY_INLINE void PV4x16(float* HWY_RESTRICT o, int64_t D, int64_t c0, const float* alpha,
-                       const float* HWY_RESTRICT p, int64_t nb, const uint8_t* const* vrow, L2LineStream& pf, bool stream) {
+                       const float* HWY_RESTRICT p, int64_t nb, const uint8_t* const* vrow, __m256 vm, L2LineStream& pf,
+                       bool stream) {
   __m256 acc[4][2];
   for (int r = 0; r < 4; ++r) {
     const __m256 a = _mm256_broadcast_ss(alpha + r);
@@ -184,6 +191,7 @@ HWY_INLINE void PV4x16(float* HWY_RESTRICT o, int64_t D, int64_t c0, const float
     if (stream) pf.Next();
     __m256 va, vb;
     Load16<kKv>(vrow[j] + c0 * kElemBytes<kKv>, va, vb);
+    if constexpr (kScaled) va = _mm256_mul_ps(va, vm), vb = _mm256_mul_ps(vb, vm);
     for (int r = 0; r < 4; ++r) {
       const __m256 pr = _mm256_broadcast_ss(p + j * 4 + r);
       acc[r][0] = _mm256_fmadd_ps(pr, va, acc[r][0]);
@@ -197,11 +205,15 @@ HWY_INLINE void PV4x16(float* HWY_RESTRICT o, int64_t D, int64_t c0, const float
 }
 
 // The item; see TileGroup for the arguments. At most 4 rows per head.
-template <DType kKv>
-void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1, float* partial,
-               Scratch& sc) {
+// kScaled: K and V are multiplied by km and vm (Avx2Multipliers) as they
+// are read; otherwise q and the probabilities carry kFp8Scale.
+template <DType kKv, bool kScaled>
+void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1, float km,
+               float vm, float* partial, Scratch& sc) {
   constexpr int64_t KG = 2;  // keys per score vector
   constexpr int kE = kElemBytes<kKv>;
+  constexpr float kCarried = kScaled ? 1.0f : kFp8Scale<kKv>;  // on q and the probabilities
+  const __m256 km_v = _mm256_set1_ps(km), vm_v = _mm256_set1_ps(vm);
   const int64_t D = c.head_dim;
   const GroupState g = StartGroup(c, s, nh, k0, k1, sc);
   const TileKeys& keys = g.keys;
@@ -216,7 +228,7 @@ void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
       const float* q = QRow(c, s, h0 + h, r);
       float* dst = qa + h * rows_stride + r * D;
       for (int64_t c0 = 0; c0 < D; c0 += 16)
-        for (int64_t i = 0; i < 16; ++i) dst[c0 + i] = q[c0 + Load16Dim<kKv>(i)] * kFp8Scale<kKv>;
+        for (int64_t i = 0; i < 16; ++i) dst[c0 + i] = q[c0 + Load16Dim<kKv>(i)] * kCarried;
     }
   float* alpha = sc.alpha.get();
   float* sa = sc.st.get();  // [keys][4]
@@ -252,15 +264,15 @@ void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
       const float* qh = qa + h * rows_stride;
       for (int64_t j0 = 0; j0 < nbp; j0 += KG) {
         const uint8_t* k1p = j0 + 1 < nb ? kh[j0 + 1] : zero;  // keys past the block read zeros (-inf later)
-        _mm256_store_ps(sa + j0 * 4, QK2x4<kKv>(qh, D, kh[j0], k1p, pf));
+        _mm256_store_ps(sa + j0 * 4, QK2x4<kKv, kScaled>(qh, D, kh[j0], k1p, km_v, pf));
       }
       ExactGroupScoresIfLarge(c, s, h0 + h, 0, g.R, nb, nbp, kh, /*native=*/true, sa, sc);
       GroupBlockSoftmax(c, g, h, 0, sa, nbp, nbp, b0, nb, need_mask, alpha);
-      if constexpr (kFp8Scale<kKv> != 1.0f)  // after l took its sum
+      if constexpr (kCarried != 1.0f)  // after l took its sum
         for (int64_t i = 0; i < nbp * 4; i += 8)
-          _mm256_store_ps(sa + i, _mm256_mul_ps(_mm256_load_ps(sa + i), _mm256_set1_ps(kFp8Scale<kKv>)));
+          _mm256_store_ps(sa + i, _mm256_mul_ps(_mm256_load_ps(sa + i), _mm256_set1_ps(kCarried)));
       float* oh = o + h * rows_stride;
-      for (int64_t c0 = 0; c0 < D; c0 += 16) PV4x16<kKv>(oh, D, c0, alpha, sa, nb, vh, pf, (c0 / 16) % 2 == 0);
+      for (int64_t c0 = 0; c0 < D; c0 += 16) PV4x16<kKv, kScaled>(oh, D, c0, alpha, sa, nb, vh, vm_v, pf, (c0 / 16) % 2 == 0);
       pf.Rest();
     }
     std::swap(tok, tok_next);
@@ -276,17 +288,48 @@ void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
   });
 }
 
+// With k_scale or v_scale (float32 q): what K and V as Load16 reads them
+// are multiplied by, each scale (1 where absent) times kFp8Scale: a power
+// of two, so the multiplier is exact where it stays finite, and Load16's
+// value times it is the value times the scale in one float32 rounding -
+// x.astype(f32) * scale as the reference dequantises (kernel.py:124-129),
+// Inf, NaN and signed zeros included. False where a finite scale times
+// kFp8Scale overflows (the generic item runs).
+template <DType kKv>
+inline bool Avx2Multipliers(const KernelCtx& c, float& km, float& vm) {
+  const auto fits = [](float scale) {
+    return !(std::isfinite(scale) && std::fabs(scale) > std::numeric_limits<float>::max() / kFp8Scale<kKv>);
+  };
+  const float ks = c.has_k_scale ? c.k_scale : 1.0f, vs = c.has_v_scale ? c.v_scale : 1.0f;
+  if (!fits(ks) || !fits(vs)) return false;
+  km = ks * kFp8Scale<kKv>;
+  vm = vs * kFp8Scale<kKv>;
+  return true;
+}
+
+template <DType kKv>
+bool RunAvx2GroupOf(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1,
+                    float* partial, Scratch& sc) {
+  if (c.has_k_scale || c.has_v_scale) {
+    float km = 1.0f, vm = 1.0f;
+    if (!Avx2Multipliers<kKv>(c, km, vm)) return false;
+    GroupAvx2<kKv, true>(c, s, h0, nh, k0, k1, km, vm, partial, sc);
+    return true;
+  }
+  if (!QFitsScale(c, s, h0, nh, kFp8Scale<kKv>)) return false;
+  GroupAvx2<kKv, false>(c, s, h0, nh, k0, k1, 1.0f, 1.0f, partial, sc);
+  return true;
+}
+
 inline bool RunAvx2Group(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1,
                          float* partial, Scratch& sc) {
   if (!Avx2GroupTakes(c, s)) return false;
-  if (c.kv_dtype == DType::kFloat8E4M3FN && !QFitsScale(c, s, h0, nh, kFp8Scale<DType::kFloat8E4M3FN>)) return false;
   switch (c.kv_dtype) {
-    case DType::kFloat32: GroupAvx2<DType::kFloat32>(c, s, h0, nh, k0, k1, partial, sc); break;
-    case DType::kBFloat16: GroupAvx2<DType::kBFloat16>(c, s, h0, nh, k0, k1, partial, sc); break;
-    case DType::kFloat8E4M3FN: GroupAvx2<DType::kFloat8E4M3FN>(c, s, h0, nh, k0, k1, partial, sc); break;
-    default: GroupAvx2<DType::kFloat8E5M2>(c, s, h0, nh, k0, k1, partial, sc); break;
+    case DType::kFloat32: return RunAvx2GroupOf<DType::kFloat32>(c, s, h0, nh, k0, k1, partial, sc);
+    case DType::kBFloat16: return RunAvx2GroupOf<DType::kBFloat16>(c, s, h0, nh, k0, k1, partial, sc);
+    case DType::kFloat8E4M3FN: return RunAvx2GroupOf<DType::kFloat8E4M3FN>(c, s, h0, nh, k0, k1, partial, sc);
+    default: return RunAvx2GroupOf<DType::kFloat8E5M2>(c, s, h0, nh, k0, k1, partial, sc);
   }
-  return true;
 }
 
 // Test hook: 16 bytes of 8-bit float KV (kv) as the item computes with

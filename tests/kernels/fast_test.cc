@@ -809,6 +809,39 @@ TEST(FastEdges, Avx2DecodeItemBatches) {
         }
 }
 
+// k_scale / v_scale with float32 q in the AVX2 item: K and V multiplied by
+// each scale (times 2^8 for float8_e4m3fn) as they are read, which is the
+// reference's x.astype(f32) * scale (kernel.py:124-129) for float32 q.
+// Every KV dtype the item takes; one scale or both, negative, a float32
+// subnormal, and 2e36 (times 2^8 past FLT_MAX: float8_e4m3fn then takes
+// the generic item), with sm_scale keeping the scores to a few units.
+TEST(FastEdges, Avx2DecodeItemBatchesWithScales) {
+  const OnlyAvx2 only;
+  if (!only.ok) GTEST_SKIP() << "the CPU has no AVX2";
+  std::mt19937 rng(606);
+  struct Scales {
+    bool k, v;
+    float ks, vs, sm;
+  };
+  const Scales kScales[] = {{true, false, 0.37f, 1.0f, 0.0884f},
+                            {false, true, 1.0f, -1.7f, 0.0884f},
+                            {true, true, -3.5f, 0.011f, 0.02f},
+                            {true, true, 1e-39f, 3e-40f, 1e37f},
+                            {true, true, 2e36f, 2e36f, 1e-38f}};
+  for (DType kv : {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN, DType::kFloat8E5M2})
+    for (const Scales& sc : kScales) {
+      TestCase c = decode_batch(rng, DType::kFloat32, kv, 4, 4, 1, {1, 17, 64, 333}, kv == DType::kFloat32 ? 48 : 128);
+      c.has_k_scale = sc.k, c.k_scale = sc.ks;
+      c.has_v_scale = sc.v, c.v_scale = sc.vs;
+      c.sm_scale = sc.sm;
+      c.threads = 2;
+      SCOPED_TRACE(describe(c));
+      expect_within_bound(c, run_fast(c));
+      expect_within_bound_windowed(c, 40, 4.0f, Options{});
+      if (HasFatalFailure()) return;
+    }
+}
+
 // The AVX2 item multiplies q by 2^8 for float8_e4m3fn KV (kFp8Scale); a q
 // element above FLT_MAX / 2^8 would become Inf, and the item hands such an
 // item to the generic one. Here one element of each q row is +-2^121 (its
