@@ -28,9 +28,10 @@
 //    (fast_bench decode q float32, bfloat16 KV, 2 threads, cold: about
 //    1.6 ms with them, 1.4 ms without; p.v issuing no L2 lines: 1.5 ms).
 // Scales with bfloat16 q, other KV dtypes, float8_e4m3fn KV holding a NaN
-// and head_dim not a multiple of 16 take TileGroup. For 8-bit floats, in fast_bench (decode,
-// 2 threads, cold, medians of 5 in three interleaved rounds, q float32 /
-// bfloat16): TileGroup 3.05 / 2.93 ms, this item 1.50-1.62 / 1.56-1.58 ms.
+// and head_dim not a multiple of 16 take TileGroup. For 8-bit floats, in
+// fast_bench (decode, 2 threads, cold, medians of 5 in three interleaved
+// rounds, q float32 / bfloat16): TileGroup 3.05 / 2.93 ms, this item
+// 1.50-1.62 / 1.56-1.58 ms.
 #if defined(RPA_FAST_AVX2_GROUP_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RPA_FAST_AVX2_GROUP_INL_H_
 #undef RPA_FAST_AVX2_GROUP_INL_H_
@@ -107,15 +108,20 @@ HWY_INLINE void LoadFp8x16(const uint8_t* HWY_RESTRICT p, __m256& a, __m256& b) 
 template <DType kKv>
 inline constexpr float kFp8Scale = kKv == DType::kFloat8E4M3FN ? 256.0f : 1.0f;
 
-// Whether every finite q element of the item's rows stays finite times `scale`.
+// Whether x times `scale` (a power of two >= 1) is finite wherever x is:
+// then the product is exact. Inf and NaN stay what they are.
+inline bool StaysFiniteTimes(float x, float scale) {
+  return !(std::isfinite(x) && std::fabs(x) > std::numeric_limits<float>::max() / scale);  // max / scale: exact
+}
+
+// Whether every q element of the item's rows StaysFiniteTimes `scale`.
 inline bool QFitsScale(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, float scale) {
   if (scale == 1.0f) return true;
-  const float limit = std::numeric_limits<float>::max() / scale;  // exact: scale is a power of two
   for (int64_t h = 0; h < nh; ++h)
     for (int64_t r = 0; r < s.num_tokens * c.group; ++r) {
       const float* q = QRow(c, s, h0 + h, r);
       for (int64_t d = 0; d < c.head_dim; ++d)
-        if (std::fabs(q[d]) > limit && std::isfinite(q[d])) return false;
+        if (!StaysFiniteTimes(q[d], scale)) return false;
     }
   return true;
 }
@@ -272,7 +278,8 @@ void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
         for (int64_t i = 0; i < nbp * 4; i += 8)
           _mm256_store_ps(sa + i, _mm256_mul_ps(_mm256_load_ps(sa + i), _mm256_set1_ps(kCarried)));
       float* oh = o + h * rows_stride;
-      for (int64_t c0 = 0; c0 < D; c0 += 16) PV4x16<kKv, kScaled>(oh, D, c0, alpha, sa, nb, vh, vm_v, pf, (c0 / 16) % 2 == 0);
+      for (int64_t c0 = 0; c0 < D; c0 += 16)
+        PV4x16<kKv, kScaled>(oh, D, c0, alpha, sa, nb, vh, vm_v, pf, (c0 / 16) % 2 == 0);
       pf.Rest();
     }
     std::swap(tok, tok_next);
@@ -297,11 +304,8 @@ void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
 // kFp8Scale overflows (the generic item runs).
 template <DType kKv>
 inline bool Avx2Multipliers(const KernelCtx& c, float& km, float& vm) {
-  const auto fits = [](float scale) {
-    return !(std::isfinite(scale) && std::fabs(scale) > std::numeric_limits<float>::max() / kFp8Scale<kKv>);
-  };
   const float ks = c.has_k_scale ? c.k_scale : 1.0f, vs = c.has_v_scale ? c.v_scale : 1.0f;
-  if (!fits(ks) || !fits(vs)) return false;
+  if (!StaysFiniteTimes(ks, kFp8Scale<kKv>) || !StaysFiniteTimes(vs, kFp8Scale<kKv>)) return false;
   km = ks * kFp8Scale<kKv>;
   vm = vs * kFp8Scale<kKv>;
   return true;
@@ -334,20 +338,21 @@ inline bool RunAvx2Group(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64
 
 // Test hook: 16 bytes of 8-bit float KV (kv) as the item computes with
 // them, Load16's values times kFp8Scale.
-inline bool Avx2Fp8RowForTest(DType kv, const uint8_t* src, float* dst) {
+template <DType kKv>
+inline void Fp8RowTimesScale(const uint8_t* src, float* dst) {
   __m256 a, b;
-  float scale = 1.0f;
+  Load16<kKv>(src, a, b);
+  _mm256_storeu_ps(dst, _mm256_mul_ps(a, _mm256_set1_ps(kFp8Scale<kKv>)));
+  _mm256_storeu_ps(dst + 8, _mm256_mul_ps(b, _mm256_set1_ps(kFp8Scale<kKv>)));
+}
+inline bool Avx2Fp8RowForTest(DType kv, const uint8_t* src, float* dst) {
   if (kv == DType::kFloat8E4M3FN) {
-    Load16<DType::kFloat8E4M3FN>(src, a, b);
-    scale = kFp8Scale<DType::kFloat8E4M3FN>;
+    Fp8RowTimesScale<DType::kFloat8E4M3FN>(src, dst);
   } else if (kv == DType::kFloat8E5M2) {
-    Load16<DType::kFloat8E5M2>(src, a, b);
-    scale = kFp8Scale<DType::kFloat8E5M2>;
+    Fp8RowTimesScale<DType::kFloat8E5M2>(src, dst);
   } else {
     return false;
   }
-  _mm256_storeu_ps(dst, _mm256_mul_ps(a, _mm256_set1_ps(scale)));
-  _mm256_storeu_ps(dst + 8, _mm256_mul_ps(b, _mm256_set1_ps(scale)));
   return true;
 }
 

@@ -251,6 +251,16 @@ struct TestCase {
   }
 };
 
+// k_scale / v_scale of a case, each on or off.
+struct KvScales {
+  bool k, v;
+  float ks, vs;
+  void apply_to(TestCase& c) const {
+    c.has_k_scale = k, c.k_scale = ks;
+    c.has_v_scale = v, c.v_scale = vs;
+  }
+};
+
 float random_value(DType d, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-2.0f, 2.0f);
   switch (d) {
@@ -783,10 +793,10 @@ TEST(FastEdges, DecodeItemBatchesOfEveryHeadShapeAndKvDtype) {
     }
 }
 
-// The AVX2 decode item (avx2_group-inl.h: float32, bfloat16, 8-bit float KV, up to 4
-// rows a KV head, head_dim a multiple of 16) runs only on the AVX2 target;
-// on CPUs with AVX-512 Highway is limited to AVX2 here so that it is
-// tested there too. Head dims from one 16-element chunk to past the
+// The AVX2 decode item (avx2_group-inl.h: float32, bfloat16, 8-bit float
+// KV, up to 4 rows a KV head, head_dim a multiple of 16) runs only on the
+// AVX2 target; on CPUs with AVX-512 Highway is limited to AVX2 here so
+// that it is tested there too. Head dims from one 16-element chunk to past the
 // item's 1024-float stack row; within the bound of the exact math.
 TEST(FastEdges, Avx2DecodeItemBatches) {
   const OnlyAvx2 only;
@@ -819,20 +829,19 @@ TEST(FastEdges, Avx2DecodeItemBatchesWithScales) {
   const OnlyAvx2 only;
   if (!only.ok) GTEST_SKIP() << "the CPU has no AVX2";
   std::mt19937 rng(606);
-  struct Scales {
-    bool k, v;
-    float ks, vs, sm;
+  struct ScaledCase {
+    KvScales scales;
+    float sm;
   };
-  const Scales kScales[] = {{true, false, 0.37f, 1.0f, 0.0884f},
-                            {false, true, 1.0f, -1.7f, 0.0884f},
-                            {true, true, -3.5f, 0.011f, 0.02f},
-                            {true, true, 1e-39f, 3e-40f, 1e37f},
-                            {true, true, 2e36f, 2e36f, 1e-38f}};
+  const ScaledCase kCases[] = {{{true, false, 0.37f, 1.0f}, 0.0884f},
+                               {{false, true, 1.0f, -1.7f}, 0.0884f},
+                               {{true, true, -3.5f, 0.011f}, 0.02f},
+                               {{true, true, 1e-39f, 3e-40f}, 1e37f},
+                               {{true, true, 2e36f, 2e36f}, 1e-38f}};
   for (DType kv : {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN, DType::kFloat8E5M2})
-    for (const Scales& sc : kScales) {
+    for (const ScaledCase& sc : kCases) {
       TestCase c = decode_batch(rng, DType::kFloat32, kv, 4, 4, 1, {1, 17, 64, 333}, kv == DType::kFloat32 ? 48 : 128);
-      c.has_k_scale = sc.k, c.k_scale = sc.ks;
-      c.has_v_scale = sc.v, c.v_scale = sc.vs;
+      sc.scales.apply_to(c);
       c.sm_scale = sc.sm;
       c.threads = 2;
       SCOPED_TRACE(describe(c));
@@ -847,30 +856,32 @@ TEST(FastEdges, Avx2DecodeItemBatchesWithScales) {
 // item to the generic one. Here one element of each q row is +-2^121 (its
 // products with K stay finite), on both sides of the limit, within the
 // bound of the exact math. sm_scale 1 / 2^121 brings the scores back to a
-// few units (an Inf score there is recomputed exactly anyway, as every
-// large one is); sm_scale 0 makes every score 0 in the reference, where an
-// Inf one would be Inf x 0 = NaN: without the check those rows are NaN.
+// few units; sm_scale 0 makes every score 0 in the reference. Either way a
+// score from an Inf q element is non-finite and NeedsExactScores
+// recomputes it from the unscaled q (an Inf score under sm_scale 0 since
+// 480e61b), so this test holds the result, not which item ran: before
+// 480e61b, without QFitsScale, the sm_scale 0 rows were NaN.
 TEST(FastEdges, Avx2DecodeItemLeavesQThatItsFp8ScaleWouldOverflow) {
   const OnlyAvx2 only;
   if (!only.ok) GTEST_SKIP() << "the CPU has no AVX2";
   std::mt19937 rng(404);
   for (const float big : {0x1p121f, 0x1p119f})
     for (const float sm_scale : {1.0f / big, 0.0f})
-    for (DType q : {DType::kFloat32, DType::kBFloat16}) {
-      TestCase c = decode_batch(rng, q, DType::kFloat8E4M3FN, 4, 4, 1, {5, 40, 333});
-      for (size_t r = 0; r < c.q.size(); r += size_t(c.D)) c.q[r + 3] = (r / size_t(c.D)) % 2 ? big : -big;
-      c.sm_scale = sm_scale;
-      c.threads = 2;
-      SCOPED_TRACE(describe(c) + " big=" + std::to_string(big) + " sm_scale=" + std::to_string(sm_scale));
-      expect_within_bound(c, run_fast(c));
-      if (HasFatalFailure()) return;
-    }
+      for (DType q : {DType::kFloat32, DType::kBFloat16}) {
+        TestCase c = decode_batch(rng, q, DType::kFloat8E4M3FN, 4, 4, 1, {5, 40, 333});
+        for (size_t r = 0; r < c.q.size(); r += size_t(c.D)) c.q[r + 3] = (r / size_t(c.D)) % 2 ? big : -big;
+        c.sm_scale = sm_scale;
+        c.threads = 2;
+        SCOPED_TRACE(describe(c) + " big=" + std::to_string(big) + " sm_scale=" + std::to_string(sm_scale));
+        expect_within_bound(c, run_fast(c));
+        if (HasFatalFailure()) return;
+      }
 }
 
 // A raw score whose float32 partial sums overflow where the exact q.k is
 // finite, under sm_scale 0: q all 2^127, K of key 0 at 1.5 in dims 0 and 8
-// and -1.5 in dim 1 (exactly 1.5 x 2^127), every other K element 0. The AVX2 item's lane 0 sums
-// dims 0 and 8 to Inf first; its score is Inf, Inf x 0 is NaN. The
+// and -1.5 in dim 1 (exactly 1.5 x 2^127), every other K element 0. The
+// AVX2 item's lane 0 sums dims 0 and 8 to Inf first; its score is Inf, Inf x 0 is NaN. The
 // reference's scores are all 0 (kernel.py:133 multiplies by sm_scale), so
 // the output is the mean of V: within the bound of the exact math, on the
 // dispatched target and on AVX2. Before NeedsExactScores took an Inf score
@@ -902,19 +913,14 @@ TEST(FastEdges, AnOverflowingRawScoreUnderAZeroSmScaleIsRecomputed) {
 TEST(FastEdges, DecodeItemBatchesOfScaledEightBitFloatKv) {
   std::mt19937 rng(131);
   const std::vector<int64_t> kv_lens{1, 17, 64, 333};
-  struct Scales {
-    bool k, v;
-    float ks, vs;
-  };
-  const Scales kScales[] = {{true, false, 0.37f, 1.0f}, {false, true, 1.0f, -1.7f}, {true, true, -3.5f, 0.011f}};
+  const KvScales kScales[] = {{true, false, 0.37f, 1.0f}, {false, true, 1.0f, -1.7f}, {true, true, -3.5f, 0.011f}};
   for (DType kv : {DType::kFloat8E4M3FN, DType::kFloat8E5M2})
     for (DType q : {DType::kBFloat16, DType::kFloat32})
-      for (const Scales& sc : kScales)
+      for (const KvScales& sc : kScales)
         for (const auto& [Hkv, G] : std::vector<std::pair<int64_t, int64_t>>{{8, 4}, {3, 8}})
           for (const Bf16Mode& mode : kBf16Modes) {
             TestCase c = decode_batch(rng, q, kv, Hkv, G, 1, kv_lens);
-            c.has_k_scale = sc.k, c.k_scale = sc.ks;
-            c.has_v_scale = sc.v, c.v_scale = sc.vs;
+            sc.apply_to(c);
             c.threads = int(1 + rng() % 3);
             SCOPED_TRACE(describe(c) + " G=" + std::to_string(G) + " " + mode.name);
             const Options opt = with_bf16_mode(mode);
