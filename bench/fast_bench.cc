@@ -8,6 +8,9 @@
 // 1 bfloat16), KV dtype (0 float32, 1 bfloat16, 2 float8_e4m3fn), threads
 // (0: every hardware thread), cold (1: caches flushed before each call, as
 // `rpa bench` times it; flushing is outside the timed region).
+// BM_FastScaled: the same calls with k_scale 0.37 and v_scale 1.7 (the
+// bench has no scales; quantised caches in serving have them), decode and
+// mixed, bfloat16 and float8_e4m3fn KV, every thread, cold.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -37,9 +40,9 @@ struct Inputs {
   std::vector<float> out;
 };
 
-Inputs& inputs(int shape, int q, int kv) {
-  static std::map<std::tuple<int, int, int>, std::unique_ptr<Inputs>> cache;
-  auto& slot = cache[{shape, q, kv}];
+Inputs& inputs(int shape, int q, int kv, bool scaled) {
+  static std::map<std::tuple<int, int, int, bool>, std::unique_ptr<Inputs>> cache;
+  auto& slot = cache[{shape, q, kv, scaled}];
   if (!slot) {
     slot = std::make_unique<Inputs>();
     Inputs& in = *slot;
@@ -50,6 +53,11 @@ Inputs& inputs(int shape, int q, int kv) {
       in.c.q_content.values = seeded_values(kQ[q], UpstreamOptions{}.seed, num_elements(in.c.call.q.shape));
     }
     make_problem(in.c, in.buf);
+    if (scaled) {
+      in.buf.problem.has_k_scale = in.buf.problem.has_v_scale = 1;
+      in.buf.problem.k_scale = 0.37f;
+      in.buf.problem.v_scale = 1.7f;
+    }
     in.kv = std::make_unique<fast::NativeKv>(fast::encode_kv(in.buf.problem));
     const rpa_problem& p = in.buf.problem;
     in.out.assign(size_t(p.num_tokens * p.num_q_heads * p.head_dim), 0.0f);
@@ -57,8 +65,8 @@ Inputs& inputs(int shape, int q, int kv) {
   return *slot;
 }
 
-void BM_Fast(benchmark::State& state) {
-  Inputs& in = inputs(int(state.range(0)), int(state.range(1)), int(state.range(2)));
+void TimeFast(benchmark::State& state, bool scaled) {
+  Inputs& in = inputs(int(state.range(0)), int(state.range(1)), int(state.range(2)), scaled);
   rpa_problem p = in.buf.problem;
   p.num_threads = int(state.range(3));
   const bool cold = state.range(4) != 0;
@@ -77,12 +85,20 @@ void BM_Fast(benchmark::State& state) {
     benchmark::DoNotOptimize(in.out.data());
   }
   state.SetLabel(std::string(kShapes[state.range(0)]) + " q=" + std::string(dtype_name(kQ[state.range(1)])) +
-                 " kv=" + std::string(dtype_name(kKv[state.range(2)])));
+                 " kv=" + std::string(dtype_name(kKv[state.range(2)])) + (scaled ? " scaled" : ""));
 }
+void BM_Fast(benchmark::State& state) { TimeFast(state, false); }
+void BM_FastScaled(benchmark::State& state) { TimeFast(state, true); }
 
 BENCHMARK(BM_Fast)
     ->ArgNames({"shape", "q", "kv", "threads", "cold"})
     ->ArgsProduct({{0, 1, 2}, {0, 1}, {0, 1, 2}, {0, 1}, {0, 1}})
+    ->ComputeStatistics("min", [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); })
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_FastScaled)
+    ->ArgNames({"shape", "q", "kv", "threads", "cold"})
+    ->ArgsProduct({{0, 2}, {0, 1}, {1, 2}, {0}, {1}})
     ->ComputeStatistics("min", [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); })
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

@@ -27,8 +27,9 @@
 //    of the next head's rows, as TileGroup issues, were slower here
 //    (fast_bench decode q float32, bfloat16 KV, 2 threads, cold: about
 //    1.6 ms with them, 1.4 ms without; p.v issuing no L2 lines: 1.5 ms).
-// Scales with bfloat16 q, other KV dtypes, float8_e4m3fn KV holding a NaN
-// and head_dim not a multiple of 16 take TileGroup. For 8-bit floats, in
+// Scales with q other than float32 or bfloat16, other KV dtypes,
+// float8_e4m3fn KV holding a NaN and head_dim not a multiple of 16 take
+// TileGroup. For 8-bit floats, in
 // fast_bench (decode, 2 threads, cold, medians of 5 in three interleaved
 // rounds, q float32 / bfloat16): TileGroup 3.05 / 2.93 ms, this item
 // 1.50-1.62 / 1.56-1.58 ms.
@@ -55,14 +56,15 @@ namespace rpa::fast::HWY_NAMESPACE {
 // Whether the AVX2 item runs a group item of `s`. float8_e4m3fn KV only
 // where every K and V element of the sequence is finite (SeqPlan::k_finite,
 // from the cache's statistics): LoadFp8x16 does not see its NaN. With
-// k_scale or v_scale only for float32 q: the reference dequantises to q's
-// dtype (kernel.py:124-129), which for float32 q is the float32 product
-// x * scale the item forms (Avx2Multipliers), for bfloat16 q a rounding
-// more that the item does not do.
+// k_scale or v_scale only for float32 and bfloat16 q: the reference
+// dequantises to q's dtype (kernel.py:124-129), the float32 product
+// x * scale (Avx2Multipliers) that for bfloat16 q is then rounded
+// (KvDequant).
 inline bool Avx2GroupTakes(const KernelCtx& c, const SeqPlan& s) {
   const bool dtype_ok = c.kv_dtype == DType::kFloat32 || c.kv_dtype == DType::kBFloat16 ||
                         c.kv_dtype == DType::kFloat8E5M2 || (c.kv_dtype == DType::kFloat8E4M3FN && s.k_finite);
-  const bool scales_ok = (!c.has_k_scale && !c.has_v_scale) || c.q_dtype == DType::kFloat32;
+  const bool scales_ok = (!c.has_k_scale && !c.has_v_scale) || c.q_dtype == DType::kFloat32 ||
+                         c.q_dtype == DType::kBFloat16;
   return c.decode_item && dtype_ok && scales_ok && c.head_dim > 0 && c.head_dim % 16 == 0 &&
          s.num_tokens * c.group <= 4;
 }
@@ -150,6 +152,20 @@ inline constexpr int64_t Load16Dim(int64_t i) {
   return kKv != DType::kBFloat16 ? i : (i < 8 ? 2 * i : 2 * (i - 8) + 1);
 }
 
+// What the item computes with, from Load16's values x.
+enum class KvDequant {
+  kCarried,     // x itself; q and the probabilities carry kFp8Scale
+  kScaled,      // x * m in one float32 rounding (m from Avx2Multipliers): float32 q
+  kScaledBf16,  // that product rounded to bfloat16: .astype(q.dtype) for bfloat16 q (kernel.py:125-129)
+};
+template <KvDequant kMode>
+HWY_INLINE __m256 Dequant(__m256 x, __m256 m) {
+  if constexpr (kMode == KvDequant::kCarried) return x;
+  const __m256 p = _mm256_mul_ps(x, m);
+  if constexpr (kMode == KvDequant::kScaled) return p;
+  return RoundToQ(DF(), DType::kBFloat16, VF{p}).raw;  // the generic items' rounding: RNE, NaN kept
+}
+
 // Lane i of the result = the sum of the 8 lanes of v[i].
 HWY_INLINE __m256 SumEach8(const __m256* v) {
   // hadd(a, b) = a0+a1, a2+a3, b0+b1, b2+b3 | the same of lanes 4..7.
@@ -161,7 +177,7 @@ HWY_INLINE __m256 SumEach8(const __m256* v) {
 
 // Raw scores q.k of keys k0, k1 x 4 rows (qh: [4][D] in Load16 order),
 // lane t * 4 + r. One line of the next block's L2 stream per chunk.
-template <DType kKv, bool kScaled>
+template <DType kKv, KvDequant kMode>
 HWY_INLINE __m256 QK2x4(const float* HWY_RESTRICT qh, int64_t D, const uint8_t* k0, const uint8_t* k1, __m256 km,
                         L2LineStream& pf) {
   __m256 acc[8];
@@ -172,7 +188,7 @@ HWY_INLINE __m256 QK2x4(const float* HWY_RESTRICT qh, int64_t D, const uint8_t* 
     for (int t = 0; t < 2; ++t) {
       __m256 a, b;
       Load16<kKv>(kp[t], a, b);
-      if constexpr (kScaled) a = _mm256_mul_ps(a, km), b = _mm256_mul_ps(b, km);
+      a = Dequant<kMode>(a, km), b = Dequant<kMode>(b, km);
       for (int r = 0; r < 4; ++r) acc[t * 4 + r] = _mm256_fmadd_ps(_mm256_load_ps(qh + r * D + c0), a, acc[t * 4 + r]);
       for (int r = 0; r < 4; ++r)
         acc[t * 4 + r] = _mm256_fmadd_ps(_mm256_load_ps(qh + r * D + c0 + 8), b, acc[t * 4 + r]);
@@ -182,8 +198,8 @@ HWY_INLINE __m256 QK2x4(const float* HWY_RESTRICT qh, int64_t D, const uint8_t* 
 }
 
 // o[4 rows][16 dims at c0, Load16 order] = o * alpha + sum over keys j < nb
-// of p[j][r] * V[j] (p: [key][4] float32 probabilities; V times vm where kScaled).
-template <DType kKv, bool kScaled>
+// of p[j][r] * V[j] (p: [key][4] float32 probabilities; V as Dequant<kMode> makes it).
+template <DType kKv, KvDequant kMode>
 HWY_INLINE void PV4x16(float* HWY_RESTRICT o, int64_t D, int64_t c0, const float* alpha,
                        const float* HWY_RESTRICT p, int64_t nb, const uint8_t* const* vrow, __m256 vm, L2LineStream& pf,
                        bool stream) {
@@ -197,7 +213,7 @@ HWY_INLINE void PV4x16(float* HWY_RESTRICT o, int64_t D, int64_t c0, const float
     if (stream) pf.Next();
     __m256 va, vb;
     Load16<kKv>(vrow[j] + c0 * kElemBytes<kKv>, va, vb);
-    if constexpr (kScaled) va = _mm256_mul_ps(va, vm), vb = _mm256_mul_ps(vb, vm);
+    va = Dequant<kMode>(va, vm), vb = Dequant<kMode>(vb, vm);
     for (int r = 0; r < 4; ++r) {
       const __m256 pr = _mm256_broadcast_ss(p + j * 4 + r);
       acc[r][0] = _mm256_fmadd_ps(pr, va, acc[r][0]);
@@ -211,14 +227,14 @@ HWY_INLINE void PV4x16(float* HWY_RESTRICT o, int64_t D, int64_t c0, const float
 }
 
 // The item; see TileGroup for the arguments. At most 4 rows per head.
-// kScaled: K and V are multiplied by km and vm (Avx2Multipliers) as they
-// are read; otherwise q and the probabilities carry kFp8Scale.
-template <DType kKv, bool kScaled>
+// K and V are Dequant<kMode>'d with km and vm as they are read; with
+// kCarried q and the probabilities carry kFp8Scale.
+template <DType kKv, KvDequant kMode>
 void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1, float km,
                float vm, float* partial, Scratch& sc) {
   constexpr int64_t KG = 2;  // keys per score vector
   constexpr int kE = kElemBytes<kKv>;
-  constexpr float kCarried = kScaled ? 1.0f : kFp8Scale<kKv>;  // on q and the probabilities
+  constexpr float kCarried = kMode == KvDequant::kCarried ? kFp8Scale<kKv> : 1.0f;  // on q and the probabilities
   const __m256 km_v = _mm256_set1_ps(km), vm_v = _mm256_set1_ps(vm);
   const int64_t D = c.head_dim;
   const GroupState g = StartGroup(c, s, nh, k0, k1, sc);
@@ -270,7 +286,7 @@ void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
       const float* qh = qa + h * rows_stride;
       for (int64_t j0 = 0; j0 < nbp; j0 += KG) {
         const uint8_t* k1p = j0 + 1 < nb ? kh[j0 + 1] : zero;  // keys past the block read zeros (-inf later)
-        _mm256_store_ps(sa + j0 * 4, QK2x4<kKv, kScaled>(qh, D, kh[j0], k1p, km_v, pf));
+        _mm256_store_ps(sa + j0 * 4, QK2x4<kKv, kMode>(qh, D, kh[j0], k1p, km_v, pf));
       }
       ExactGroupScoresIfLarge(c, s, h0 + h, 0, g.R, nb, nbp, kh, /*native=*/true, sa, sc);
       GroupBlockSoftmax(c, g, h, 0, sa, nbp, nbp, b0, nb, need_mask, alpha);
@@ -279,7 +295,7 @@ void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
           _mm256_store_ps(sa + i, _mm256_mul_ps(_mm256_load_ps(sa + i), _mm256_set1_ps(kCarried)));
       float* oh = o + h * rows_stride;
       for (int64_t c0 = 0; c0 < D; c0 += 16)
-        PV4x16<kKv, kScaled>(oh, D, c0, alpha, sa, nb, vh, vm_v, pf, (c0 / 16) % 2 == 0);
+        PV4x16<kKv, kMode>(oh, D, c0, alpha, sa, nb, vh, vm_v, pf, (c0 / 16) % 2 == 0);
       pf.Rest();
     }
     std::swap(tok, tok_next);
@@ -295,7 +311,7 @@ void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
   });
 }
 
-// With k_scale or v_scale (float32 q): what K and V as Load16 reads them
+// With k_scale or v_scale: what K and V as Load16 reads them
 // are multiplied by, each scale (1 where absent) times kFp8Scale: a power
 // of two, so the multiplier is exact where it stays finite, and Load16's
 // value times it is the value times the scale in one float32 rounding -
@@ -303,12 +319,15 @@ void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
 // Inf, NaN and signed zeros included. False where a finite scale times
 // kFp8Scale overflows (the generic item runs).
 template <DType kKv>
-inline bool Avx2Multipliers(const KernelCtx& c, float& km, float& vm) {
-  const float ks = c.has_k_scale ? c.k_scale : 1.0f, vs = c.has_v_scale ? c.v_scale : 1.0f;
-  if (!StaysFiniteTimes(ks, kFp8Scale<kKv>) || !StaysFiniteTimes(vs, kFp8Scale<kKv>)) return false;
-  km = ks * kFp8Scale<kKv>;
-  vm = vs * kFp8Scale<kKv>;
+inline bool Avx2Multiplier(float scale, float& m) {
+  if (!StaysFiniteTimes(scale, kFp8Scale<kKv>)) return false;
+  m = scale * kFp8Scale<kKv>;
   return true;
+}
+template <DType kKv>
+inline bool Avx2Multipliers(const KernelCtx& c, float& km, float& vm) {
+  return Avx2Multiplier<kKv>(c.has_k_scale ? c.k_scale : 1.0f, km) &&
+         Avx2Multiplier<kKv>(c.has_v_scale ? c.v_scale : 1.0f, vm);
 }
 
 template <DType kKv>
@@ -317,11 +336,14 @@ bool RunAvx2GroupOf(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh
   if (c.has_k_scale || c.has_v_scale) {
     float km = 1.0f, vm = 1.0f;
     if (!Avx2Multipliers<kKv>(c, km, vm)) return false;
-    GroupAvx2<kKv, true>(c, s, h0, nh, k0, k1, km, vm, partial, sc);
+    if (c.q_dtype == DType::kBFloat16)
+      GroupAvx2<kKv, KvDequant::kScaledBf16>(c, s, h0, nh, k0, k1, km, vm, partial, sc);
+    else
+      GroupAvx2<kKv, KvDequant::kScaled>(c, s, h0, nh, k0, k1, km, vm, partial, sc);
     return true;
   }
   if (!QFitsScale(c, s, h0, nh, kFp8Scale<kKv>)) return false;
-  GroupAvx2<kKv, false>(c, s, h0, nh, k0, k1, 1.0f, 1.0f, partial, sc);
+  GroupAvx2<kKv, KvDequant::kCarried>(c, s, h0, nh, k0, k1, 1.0f, 1.0f, partial, sc);
   return true;
 }
 
@@ -336,28 +358,55 @@ inline bool RunAvx2Group(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64
   }
 }
 
-// Test hook: 16 bytes of 8-bit float KV (kv) as the item computes with
-// them, Load16's values times kFp8Scale.
-template <DType kKv>
-inline void Fp8RowTimesScale(const uint8_t* src, float* dst) {
+// Test hook: the 16 elements of KV (kv) at src as the item computes with
+// them, in head_dim order: with a scale as Dequant makes them for q's
+// dtype (float32 or bfloat16), without one Load16's values times
+// kFp8Scale (what q and the probabilities carry). False where the item
+// does not take the pair or the scale.
+template <DType kKv, KvDequant kMode>
+inline void KvRowAsComputed(const uint8_t* src, float m, float* dst) {
   __m256 a, b;
   Load16<kKv>(src, a, b);
-  _mm256_storeu_ps(dst, _mm256_mul_ps(a, _mm256_set1_ps(kFp8Scale<kKv>)));
-  _mm256_storeu_ps(dst + 8, _mm256_mul_ps(b, _mm256_set1_ps(kFp8Scale<kKv>)));
+  const __m256 mv = _mm256_set1_ps(m);
+  if constexpr (kMode == KvDequant::kCarried) {
+    a = _mm256_mul_ps(a, mv), b = _mm256_mul_ps(b, mv);
+  } else {
+    a = Dequant<kMode>(a, mv), b = Dequant<kMode>(b, mv);
+  }
+  HWY_ALIGN float t[16];
+  _mm256_store_ps(t, a);
+  _mm256_store_ps(t + 8, b);
+  for (int64_t i = 0; i < 16; ++i) dst[Load16Dim<kKv>(i)] = t[i];
 }
-inline bool Avx2Fp8RowForTest(DType kv, const uint8_t* src, float* dst) {
-  if (kv == DType::kFloat8E4M3FN) {
-    Fp8RowTimesScale<DType::kFloat8E4M3FN>(src, dst);
-  } else if (kv == DType::kFloat8E5M2) {
-    Fp8RowTimesScale<DType::kFloat8E5M2>(src, dst);
+template <DType kKv>
+inline bool KvRowAsComputedOf(DType q, bool scaled, float scale, const uint8_t* src, float* dst) {
+  if (!scaled) {
+    KvRowAsComputed<kKv, KvDequant::kCarried>(src, kFp8Scale<kKv>, dst);
+    return true;
+  }
+  float m = 1.0f;
+  if (!Avx2Multiplier<kKv>(scale, m)) return false;
+  if (q == DType::kFloat32) {
+    KvRowAsComputed<kKv, KvDequant::kScaled>(src, m, dst);
+  } else if (q == DType::kBFloat16) {
+    KvRowAsComputed<kKv, KvDequant::kScaledBf16>(src, m, dst);
   } else {
     return false;
   }
   return true;
 }
+inline bool Avx2KvRowForTest(DType kv, DType q, bool scaled, float scale, const uint8_t* src, float* dst) {
+  switch (kv) {
+    case DType::kFloat32: return KvRowAsComputedOf<DType::kFloat32>(q, scaled, scale, src, dst);
+    case DType::kBFloat16: return KvRowAsComputedOf<DType::kBFloat16>(q, scaled, scale, src, dst);
+    case DType::kFloat8E4M3FN: return KvRowAsComputedOf<DType::kFloat8E4M3FN>(q, scaled, scale, src, dst);
+    case DType::kFloat8E5M2: return KvRowAsComputedOf<DType::kFloat8E5M2>(q, scaled, scale, src, dst);
+    default: return false;
+  }
+}
 
 #else
-inline bool Avx2Fp8RowForTest(DType, const uint8_t*, float*) { return false; }
+inline bool Avx2KvRowForTest(DType, DType, bool, float, const uint8_t*, float*) { return false; }
 inline bool RunAvx2Group(const KernelCtx&, const SeqPlan&, int64_t, int64_t, int64_t, int64_t, float*, Scratch&) {
   return false;
 }

@@ -108,7 +108,9 @@ bool Fp8WordsForTest(DType kv, bool scaled, float scale, const uint8_t* src, uin
 #endif
 }
 
-bool Avx2Fp8RowForTestOfTarget(DType kv, const uint8_t* src, float* dst) { return Avx2Fp8RowForTest(kv, src, dst); }
+bool Avx2KvRowForTestOfTarget(DType kv, DType q, bool scaled, float scale, const uint8_t* src, float* dst) {
+  return Avx2KvRowForTest(kv, q, scaled, scale, src, dst);
+}
 
 void RoundValues(DType q, const float* src, int64_t n, float* dst) {
   const DF df;
@@ -151,7 +153,7 @@ HWY_EXPORT(TileRowsOfTarget);
 HWY_EXPORT(RunPlan);
 HWY_EXPORT(ConvertRowForTest);
 HWY_EXPORT(Fp8WordsForTest);
-HWY_EXPORT(Avx2Fp8RowForTestOfTarget);
+HWY_EXPORT(Avx2KvRowForTestOfTarget);
 HWY_EXPORT(RoundValues);
 HWY_EXPORT(MaxAbsBits);
 
@@ -166,8 +168,8 @@ void convert_row_for_test(DType kv, DType q, bool scaled, float scale, const uin
 bool fp8_words_for_test(DType kv, bool scaled, float scale, const uint8_t* src, uint16_t* words) {
   return HWY_DYNAMIC_DISPATCH(Fp8WordsForTest)(kv, scaled, scale, src, words);
 }
-bool avx2_fp8_row_for_test(DType kv, const uint8_t* src, float* dst) {
-  return HWY_DYNAMIC_DISPATCH(Avx2Fp8RowForTestOfTarget)(kv, src, dst);
+bool avx2_kv_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, float* dst) {
+  return HWY_DYNAMIC_DISPATCH(Avx2KvRowForTestOfTarget)(kv, q, scaled, scale, src, dst);
 }
 uint32_t max_abs_bits(const float* p, int64_t n) { return HWY_DYNAMIC_DISPATCH(MaxAbsBits)(p, n); }
 void round_values(DType q, const float* src, int64_t n, float* dst) {

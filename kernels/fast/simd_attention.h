@@ -42,9 +42,11 @@ void convert_row_for_test(DType kv, DType q, bool scaled, float scale, const uin
 // CPU or the dispatched target has no such item.
 bool fp8_words_for_test(DType kv, bool scaled, float scale, const uint8_t* src, uint16_t* words);
 
-// Test hook: 16 bytes of float8_e4m3fn or float8_e5m2 KV as the AVX2 decode
-// item computes with them (avx2_group-inl.h, Load16 times kFp8Scale), as
-// float32. False where the dispatched target is not AVX2.
-bool avx2_fp8_row_for_test(DType kv, const uint8_t* src, float* dst);
+// Test hook: 16 elements of KV (kv) at src as the AVX2 decode item computes
+// with them for q's dtype, as float32 in head_dim order (avx2_group-inl.h,
+// KvRowAsComputed): dequantised with `scale` where `scaled`, else Load16's
+// values times kFp8Scale. False where the dispatched target is not AVX2 or
+// the item does not take the dtypes or the scale.
+bool avx2_kv_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, float* dst);
 
 }  // namespace rpa::fast

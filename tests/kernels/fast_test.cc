@@ -127,7 +127,7 @@ TEST(FastConvert, EveryPatternOfEightBitFloatKvIsExactInTheAvx2DecodeItem) {
       uint8_t bytes[16];
       for (uint32_t i = 0; i < 16; ++i) bytes[i] = uint8_t(b0 + (i * 7 + 3) % 16);  // shuffled in the chunk
       float got[16];
-      ASSERT_TRUE(avx2_fp8_row_for_test(d, bytes, got));
+      ASSERT_TRUE(avx2_kv_row_for_test(d, DType::kFloat32, false, 1.0f, bytes, got));
       for (uint32_t i = 0; i < 16; ++i) {
         const float want = decode(d, bytes[i]);
         if (d == DType::kFloat8E4M3FN && std::isnan(want)) {
@@ -138,6 +138,52 @@ TEST(FastConvert, EveryPatternOfEightBitFloatKvIsExactInTheAvx2DecodeItem) {
             << dtype_name(d) << " pattern " << int(bytes[i]) << ": " << got[i] << " vs " << want;
       }
     }
+}
+
+// What the AVX2 decode item computes with under k_scale / v_scale, against
+// the dtype model: round_to(q, decode(x) * scale), the reference's
+// dequantisation (kernel.py:124-129), for every pattern of bfloat16 and the
+// 8-bit floats and float32 specials plus random patterns; float32 and
+// bfloat16 q; scales of both signs, subnormal, zero, large, Inf and NaN.
+// Where the hook declines, it must be for the one reason the item has: a
+// finite scale whose float8_e4m3fn multiplier (scale x 2^8) overflows.
+TEST(FastConvert, TheAvx2DecodeItemDequantisesAsTheReference) {
+  const OnlyAvx2 only;
+  if (!only.ok) GTEST_SKIP() << "the CPU has no AVX2";
+  const float kInf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(99);
+  for (DType d : {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN, DType::kFloat8E5M2}) {
+    std::vector<uint32_t> bits;
+    if (d == DType::kFloat32) {
+      for (uint32_t b : {0u, 0x80000000u, 1u, 0x007FFFFFu, 0x7F7FFFFFu, 0xFF7FFFFFu, 0x7F800000u, 0xFF800000u,
+                         0x7FC00000u, 0x7F800001u, 0x3F808000u, 0x3F818000u, 0x3F80C000u, 0x3F807FFFu, 0x7F7F8000u})
+        bits.push_back(b);
+      while (bits.size() % 16 != 0 || bits.size() < 4096) bits.push_back(uint32_t(rng()));
+    } else {
+      bits = all_patterns(d);
+    }
+    const auto bytes = native_bytes(d, bits);
+    const size_t eb = size_t(native_elem_bytes(d));
+    for (DType q : {DType::kFloat32, DType::kBFloat16})
+      for (float scale : {0.37f, -1.7f, 3.1e-3f, 1e-39f, 2e36f, 1e30f, 0.0f, -0.0f, kInf, kNaN}) {
+        for (size_t i0 = 0; i0 < bits.size(); i0 += 16) {
+          float got[16];
+          if (!avx2_kv_row_for_test(d, q, true, scale, bytes.data() + i0 * eb, got)) {
+            ASSERT_TRUE(d == DType::kFloat8E4M3FN && std::isfinite(scale) &&
+                        std::fabs(scale) > std::numeric_limits<float>::max() / 256)
+                << dtype_name(d) << "->" << dtype_name(q) << " x" << scale << ": declined";
+            break;
+          }
+          for (size_t i = 0; i < 16; ++i) {
+            const float x = decode(d, bits[i0 + i]);
+            if (d == DType::kFloat8E4M3FN && std::isnan(x)) continue;  // not read as NaN: the item takes finite KV
+            const float want = round_to(q, x * scale);
+            ASSERT_TRUE(same_value(got[i], want)) << dtype_name(d) << "->" << dtype_name(q) << " x" << scale
+                                                  << " pattern " << bits[i0 + i] << ": " << got[i] << " vs " << want;
+          }
+        }
+      }
+  }
 }
 
 TEST(FastConvert, Float32RowsAreCopied) {
@@ -819,12 +865,15 @@ TEST(FastEdges, Avx2DecodeItemBatches) {
         }
 }
 
-// k_scale / v_scale with float32 q in the AVX2 item: K and V multiplied by
-// each scale (times 2^8 for float8_e4m3fn) as they are read, which is the
-// reference's x.astype(f32) * scale (kernel.py:124-129) for float32 q.
-// Every KV dtype the item takes; one scale or both, negative, a float32
+// k_scale / v_scale in the AVX2 item: K and V multiplied by each scale
+// (times 2^8 for float8_e4m3fn) as they are read, and for bfloat16 q
+// rounded to bfloat16: the reference's x.astype(f32) * scale, then
+// .astype(q.dtype) (kernel.py:124-129). Every KV dtype the item takes,
+// float32 and bfloat16 q; one scale or both, negative, a float32
 // subnormal, and 2e36 (times 2^8 past FLT_MAX: float8_e4m3fn then takes
 // the generic item), with sm_scale keeping the scores to a few units.
+// The bound cannot see the rounding to bfloat16 left out (2^-9 of a value
+// at most): TheAvx2DecodeItemDequantisesAsTheReference holds it.
 TEST(FastEdges, Avx2DecodeItemBatchesWithScales) {
   const OnlyAvx2 only;
   if (!only.ok) GTEST_SKIP() << "the CPU has no AVX2";
@@ -839,8 +888,9 @@ TEST(FastEdges, Avx2DecodeItemBatchesWithScales) {
                                {{true, true, 1e-39f, 3e-40f}, 1e37f},
                                {{true, true, 2e36f, 2e36f}, 1e-38f}};
   for (DType kv : {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN, DType::kFloat8E5M2})
+    for (DType q : {DType::kFloat32, DType::kBFloat16})
     for (const ScaledCase& sc : kCases) {
-      TestCase c = decode_batch(rng, DType::kFloat32, kv, 4, 4, 1, {1, 17, 64, 333}, kv == DType::kFloat32 ? 48 : 128);
+      TestCase c = decode_batch(rng, q, kv, 4, 4, 1, {1, 17, 64, 333}, kv == DType::kFloat32 ? 48 : 128);
       sc.scales.apply_to(c);
       c.sm_scale = sc.sm;
       c.threads = 2;
