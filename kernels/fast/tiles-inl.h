@@ -450,11 +450,18 @@ HWY_INLINE void QKRegBlock(const float* HWY_RESTRICT qt, size_t RP, const uint8_
     for (int rv = 0; rv < kRB; ++rv) hn::Store(hn::Mul(acc[jj][rv], vs), df, st + jj * RP + rv * N);
 }
 
-// Row vectors per QK register block of a kRV-vector tile, and keys per block.
+// Row vectors per QK register block of a kRV-vector tile, and keys per
+// block. With 16 vector registers (AVX2) 16 accumulators left no room for
+// the Q^T vectors and the broadcast K: three accumulators went to the stack
+// each step, a store-to-load chain through every FMA of theirs. 4 keys x 2
+// vectors (8 keys x 1) keep everything in registers: a float32 prefill on
+// one thread, warm, took 75-82 ms against 91 ms (fast_bench, minimum of
+// 25 calls, three interleaved rounds on an AMD Zen 3 guest; 6 keys x 2
+// vectors the same as 4 x 2).
 template <int kRV>
 inline constexpr int kQKRows = kRV >= 2 ? 2 : 1;
 template <int kRV>
-inline constexpr int kQKKeys = 16 / kQKRows<kRV>;
+inline constexpr int kQKKeys = hn::MaxLanes(DF()) <= 8 ? (kQKRows<kRV> == 2 ? 4 : 8) : 16 / kQKRows<kRV>;
 
 // S^T[kQKKeys keys][kRV vectors of rows] for keys krow[0 .. kQKKeys).
 template <int kRV>
@@ -559,8 +566,11 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
     hi_i[rv] = hn::Load(di, hi + rv * N);
   }
   float* o = sc.o.get();
-  // Rows of PV's register block: 8 where the tile's row vectors hold them.
-  constexpr int kPVRows = 8;
+  // Rows of PV's register block: 8 where the tile's row vectors hold them;
+  // 4 with 16 registers (AVX2), where PVRowsScaled then keeps 4 rows x 2
+  // vectors: 6 loads per 8 FMAs instead of 8 x 1's 9 (float32 prefill, one
+  // thread, warm: 72-77 against 75-82 ms, the same runs as kQKKeys').
+  constexpr int kPVRows = hn::MaxLanes(DF()) <= 8 ? 4 : 8;
   const bool pv8 = RP >= size_t(kPVRows);
   const size_t RG = pv8 ? kPVRows : 4;
   const size_t Rr = (size_t(R) + RG - 1) / RG * RG;
