@@ -222,6 +222,32 @@ HWY_INLINE void PVRows(float* HWY_RESTRICT o, size_t Dp, const float* alpha, con
   PVRowsScaled<kRows, kRow, false>(o, Dp, alpha, p, pstride, nb, vrow, rd);
 }
 
+// PVRows of `rows` rows (a multiple of kRows) of float32 V. kChunkOuter:
+// head-dim chunk by chunk, each chunk for every group of kRows rows, so a
+// chunk of the block's V rows (nb x kDV vectors) stays in L1 across the row
+// groups; otherwise row group by row group, each sweeping the whole block
+// again (32 KiB of float32 V at head_dim 128, Zen 3's whole L1). The same
+// sums in the same order per element either way.
+template <int kRows, bool kChunkOuter>
+HWY_INLINE void PVTileRows(float* HWY_RESTRICT o, size_t Dp, const float* alpha, const float* HWY_RESTRICT p,
+                           size_t pstride, int64_t nb, const uint8_t* const* vrow, size_t rows) {
+  const RowRead rd{};
+  if constexpr (!kChunkOuter) {
+    for (size_t r0 = 0; r0 < rows; r0 += kRows)
+      PVRowsScaled<kRows, DType::kFloat32, false>(o + r0 * Dp, Dp, alpha + r0, p + r0, pstride, nb, vrow, rd);
+    return;
+  }
+  constexpr int kDV = (hn::MaxLanes(DF()) <= 8 ? 8 : 16) / kRows;
+  const size_t nv = Dp / hn::Lanes(DF());
+  size_t v0 = 0;
+  for (; v0 + kDV <= nv; v0 += kDV)
+    for (size_t r0 = 0; r0 < rows; r0 += kRows)
+      PVChunk<kRows, DType::kFloat32, false, kDV>(o + r0 * Dp, Dp, alpha + r0, p + r0, pstride, nb, vrow, rd, v0);
+  for (; v0 < nv; ++v0)
+    for (size_t r0 = 0; r0 < rows; r0 += kRows)
+      PVChunk<kRows, DType::kFloat32, false, 1>(o + r0 * Dp, Dp, alpha + r0, p + r0, pstride, nb, vrow, rd, v0);
+}
+
 // soft_cap * tanh(x / soft_cap) (kernel.py:139-140), NaN kept.
 HWY_INLINE VF SoftCap(DF df, VF x, VF cap) {
   const VF t = hn::Mul(cap, hn::Tanh(df, hn::Div(x, cap)));
@@ -604,6 +630,11 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
   // vectors: 6 loads per 8 FMAs instead of 8 x 1's 9 (float32 prefill, one
   // thread, warm: 72-77 against 75-82 ms, the same runs as kQKKeys').
   constexpr int kPVRows = hn::MaxLanes(DF()) <= 8 ? 4 : 8;
+  // Chunk-outer p.v on AVX2: prefill float32, one thread, warm (fast_bench,
+  // minimum of 15-20 calls, ten interleaved rounds on the Zen 3 guest),
+  // 69.5-75.6 against 72.9-80.6 ms; mixed unchanged. Not measured on
+  // AVX-512, which keeps the row-group order it was tuned with.
+  constexpr bool kPVChunkOuter = hn::MaxLanes(DF()) <= 8;
   const bool pv8 = RP >= size_t(kPVRows);
   const size_t RG = pv8 ? kPVRows : 4;
   const size_t Rr = (size_t(R) + RG - 1) / RG * RG;
@@ -622,12 +653,10 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
 
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
     BlockSoftmaxB<kRV>(c, st, RP, b0, nb, nbp, need_mask, lo_i, hi_i, m, l, sc.alpha.get(), s.p_shift);
-    for (size_t r0 = 0; r0 < Rr; r0 += RG) {
-      if (pv8)
-        PVRows<kPVRows, DType::kFloat32>(o + r0 * Dp, Dp, sc.alpha.get() + r0, st + r0, RP, nb, sc.vrow.data(), RowRead{});
-      else
-        PVRows<4, DType::kFloat32>(o + r0 * Dp, Dp, sc.alpha.get() + r0, st + r0, RP, nb, sc.vrow.data(), RowRead{});
-    }
+    if (pv8)
+      PVTileRows<kPVRows, kPVChunkOuter>(o, Dp, sc.alpha.get(), st, RP, nb, sc.vrow.data(), Rr);
+    else
+      PVTileRows<4, kPVChunkOuter>(o, Dp, sc.alpha.get(), st, RP, nb, sc.vrow.data(), Rr);
   }
   float* lsum = sc.lsum.get();
   for (int rv = 0; rv < kRV; ++rv) hn::Store(l[rv], df, lsum + rv * N);
