@@ -546,6 +546,28 @@ HWY_INLINE void Transpose8x8(__m256* v) {
 }
 #endif
 
+// Rows [0, returned) of TransposeQ in kW x kW blocks of Vec registers
+// (load, transpose in place, store); 0 where head_dim is not a multiple of kW.
+template <int kW, class Vec, class LoadFn, class TransposeFn, class StoreFn>
+HWY_INLINE int64_t TransposeQBlocks(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_t R,
+                                    size_t RP, float* HWY_RESTRICT qt, LoadFn load, TransposeFn transpose,
+                                    StoreFn store) {
+  const int64_t D = c.head_dim;
+  if (D % kW != 0) return 0;
+  int64_t r0 = 0;
+  for (; r0 + kW <= R; r0 += kW) {
+    const float* rows[kW];
+    for (int i = 0; i < kW; ++i) rows[i] = QRow(c, s, g, row0 + r0 + i);
+    for (int64_t d0 = 0; d0 < D; d0 += kW) {
+      Vec v[kW];
+      for (int i = 0; i < kW; ++i) v[i] = load(rows[i] + d0);
+      transpose(v);
+      for (int i = 0; i < kW; ++i) store(qt + size_t(d0 + i) * RP + size_t(r0), v[i]);
+    }
+  }
+  return r0;
+}
+
 // qt[d * RP + r] = q[d] of the tile's row r < R; the caller zeroed qt (the
 // padding lanes). 16 x 16 blocks (8 x 8 on AVX2) transposed in registers
 // where they fit (element by element this was 5-7% of a float32 prefill
@@ -555,29 +577,13 @@ inline void TransposeQ(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t 
   const int64_t D = c.head_dim;
   int64_t r0 = 0;
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  if (D % 16 == 0)
-    for (; r0 + 16 <= R; r0 += 16) {
-      const float* rows[16];
-      for (int i = 0; i < 16; ++i) rows[i] = QRow(c, s, g, row0 + r0 + i);
-      for (int64_t d0 = 0; d0 < D; d0 += 16) {
-        __m512 v[16];
-        for (int i = 0; i < 16; ++i) v[i] = _mm512_loadu_ps(rows[i] + d0);
-        Transpose16x16(v);
-        for (int i = 0; i < 16; ++i) _mm512_storeu_ps(qt + size_t(d0 + i) * RP + size_t(r0), v[i]);
-      }
-    }
+  r0 = TransposeQBlocks<16, __m512>(
+      c, s, g, row0, R, RP, qt, [](const float* p) { return _mm512_loadu_ps(p); }, Transpose16x16,
+      [](float* p, __m512 v) { _mm512_storeu_ps(p, v); });
 #elif HWY_TARGET == HWY_AVX2
-  if (D % 8 == 0)
-    for (; r0 + 8 <= R; r0 += 8) {
-      const float* rows[8];
-      for (int i = 0; i < 8; ++i) rows[i] = QRow(c, s, g, row0 + r0 + i);
-      for (int64_t d0 = 0; d0 < D; d0 += 8) {
-        __m256 v[8];
-        for (int i = 0; i < 8; ++i) v[i] = _mm256_loadu_ps(rows[i] + d0);
-        Transpose8x8(v);
-        for (int i = 0; i < 8; ++i) _mm256_storeu_ps(qt + size_t(d0 + i) * RP + size_t(r0), v[i]);
-      }
-    }
+  r0 = TransposeQBlocks<8, __m256>(
+      c, s, g, row0, R, RP, qt, [](const float* p) { return _mm256_loadu_ps(p); }, Transpose8x8,
+      [](float* p, __m256 v) { _mm256_storeu_ps(p, v); });
 #endif
   for (int64_t r = r0; r < R; ++r) {
     const float* q = QRow(c, s, g, row0 + r);
