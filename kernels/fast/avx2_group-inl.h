@@ -361,18 +361,14 @@ inline bool RunAvx2Group(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64
 // Test hook: the 16 elements of KV (kv) at src as the item computes with
 // them, in head_dim order: with a scale as Dequant makes them for q's
 // dtype (float32 or bfloat16), without one Load16's values times
-// kFp8Scale (what q and the probabilities carry). False where the item
-// does not take the pair or the scale.
+// kFp8Scale (what q and the probabilities carry: kScaled's product with
+// m = kFp8Scale). False where the item does not take the pair or the scale.
 template <DType kKv, KvDequant kMode>
 inline void KvRowAsComputed(const uint8_t* src, float m, float* dst) {
   __m256 a, b;
   Load16<kKv>(src, a, b);
   const __m256 mv = _mm256_set1_ps(m);
-  if constexpr (kMode == KvDequant::kCarried) {
-    a = _mm256_mul_ps(a, mv), b = _mm256_mul_ps(b, mv);
-  } else {
-    a = Dequant<kMode>(a, mv), b = Dequant<kMode>(b, mv);
-  }
+  a = Dequant<kMode>(a, mv), b = Dequant<kMode>(b, mv);
   HWY_ALIGN float t[16];
   _mm256_store_ps(t, a);
   _mm256_store_ps(t + 8, b);
@@ -381,7 +377,7 @@ inline void KvRowAsComputed(const uint8_t* src, float m, float* dst) {
 template <DType kKv>
 inline bool KvRowAsComputedOf(DType q, bool scaled, float scale, const uint8_t* src, float* dst) {
   if (!scaled) {
-    KvRowAsComputed<kKv, KvDequant::kCarried>(src, kFp8Scale<kKv>, dst);
+    KvRowAsComputed<kKv, KvDequant::kScaled>(src, kFp8Scale<kKv>, dst);
     return true;
   }
   float m = 1.0f;

@@ -200,19 +200,27 @@ HWY_INLINE void PVChunk(float* HWY_RESTRICT o, size_t Dp, const float* alpha, co
     for (int v = 0; v < kDV; ++v) hn::Store(acc[r][v], df, o + r * Dp + (v0 + v) * N);
 }
 
-// PVChunk over every head-dim vector. Sixteen accumulators: 4 rows x 4
-// vectors for the few-row tiles, 8 rows x 2 vectors where there are rows to
-// spare (fewer vector loads of V per FMA: measured 20-30% faster on AVX-512).
+// PVChunk over every head-dim vector, for `rows` rows (a multiple of kRows,
+// kRows by default) chunk by chunk: each chunk for every group of kRows
+// rows, so a chunk of the block's V rows (nb x kDV vectors) stays in L1
+// across the groups. Sixteen accumulators: 4 rows x 4 vectors for the
+// few-row tiles, 8 rows x 2 vectors where there are rows to spare (fewer
+// vector loads of V per FMA: measured 20-30% faster on AVX-512).
 template <int kRows, DType kRow, bool kScaled>
 HWY_INLINE void PVRowsScaled(float* HWY_RESTRICT o, size_t Dp, const float* alpha, const float* HWY_RESTRICT p,
-                             size_t pstride, int64_t nb, const uint8_t* const* vrow, const RowRead& rd) {
+                             size_t pstride, int64_t nb, const uint8_t* const* vrow, const RowRead& rd,
+                             size_t rows = kRows) {
   // 16 accumulators leave no register for V on AVX2 (16 registers): they
   // spilled, and a 1-thread warm decode took 4.14 ms against 3.16 with 8.
   constexpr int kDV = (hn::MaxLanes(DF()) <= 8 ? 8 : 16) / kRows;
   const size_t nv = Dp / hn::Lanes(DF());
   size_t v0 = 0;
-  for (; v0 + kDV <= nv; v0 += kDV) PVChunk<kRows, kRow, kScaled, kDV>(o, Dp, alpha, p, pstride, nb, vrow, rd, v0);
-  for (; v0 < nv; ++v0) PVChunk<kRows, kRow, kScaled, 1>(o, Dp, alpha, p, pstride, nb, vrow, rd, v0);
+  for (; v0 + kDV <= nv; v0 += kDV)
+    for (size_t r0 = 0; r0 < rows; r0 += kRows)
+      PVChunk<kRows, kRow, kScaled, kDV>(o + r0 * Dp, Dp, alpha + r0, p + r0, pstride, nb, vrow, rd, v0);
+  for (; v0 < nv; ++v0)
+    for (size_t r0 = 0; r0 < rows; r0 += kRows)
+      PVChunk<kRows, kRow, kScaled, 1>(o + r0 * Dp, Dp, alpha + r0, p + r0, pstride, nb, vrow, rd, v0);
 }
 
 template <int kRows, DType kRow>
@@ -223,29 +231,20 @@ HWY_INLINE void PVRows(float* HWY_RESTRICT o, size_t Dp, const float* alpha, con
 }
 
 // PVRows of `rows` rows (a multiple of kRows) of float32 V. kChunkOuter:
-// head-dim chunk by chunk, each chunk for every group of kRows rows, so a
-// chunk of the block's V rows (nb x kDV vectors) stays in L1 across the row
-// groups; otherwise row group by row group, each sweeping the whole block
-// again (32 KiB of float32 V at head_dim 128, Zen 3's whole L1). The same
-// sums in the same order per element either way.
+// PVRowsScaled's chunk-by-chunk order over all the rows; otherwise row
+// group by row group, each sweeping the whole block again (32 KiB of
+// float32 V at head_dim 128, Zen 3's whole L1). The same sums in the same
+// order per element either way.
 template <int kRows, bool kChunkOuter>
 HWY_INLINE void PVTileRows(float* HWY_RESTRICT o, size_t Dp, const float* alpha, const float* HWY_RESTRICT p,
                            size_t pstride, int64_t nb, const uint8_t* const* vrow, size_t rows) {
   const RowRead rd{};
-  if constexpr (!kChunkOuter) {
+  if constexpr (kChunkOuter) {
+    PVRowsScaled<kRows, DType::kFloat32, false>(o, Dp, alpha, p, pstride, nb, vrow, rd, rows);
+  } else {
     for (size_t r0 = 0; r0 < rows; r0 += kRows)
       PVRowsScaled<kRows, DType::kFloat32, false>(o + r0 * Dp, Dp, alpha + r0, p + r0, pstride, nb, vrow, rd);
-    return;
   }
-  constexpr int kDV = (hn::MaxLanes(DF()) <= 8 ? 8 : 16) / kRows;
-  const size_t nv = Dp / hn::Lanes(DF());
-  size_t v0 = 0;
-  for (; v0 + kDV <= nv; v0 += kDV)
-    for (size_t r0 = 0; r0 < rows; r0 += kRows)
-      PVChunk<kRows, DType::kFloat32, false, kDV>(o + r0 * Dp, Dp, alpha + r0, p + r0, pstride, nb, vrow, rd, v0);
-  for (; v0 < nv; ++v0)
-    for (size_t r0 = 0; r0 < rows; r0 += kRows)
-      PVChunk<kRows, DType::kFloat32, false, 1>(o + r0 * Dp, Dp, alpha + r0, p + r0, pstride, nb, vrow, rd, v0);
 }
 
 // soft_cap * tanh(x / soft_cap) (kernel.py:139-140), NaN kept.
