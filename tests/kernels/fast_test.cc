@@ -505,6 +505,12 @@ void expect_within_bound_windowed(TestCase& c, int64_t window, float cap, const 
   expect_within_bound(c, run_fast(c, opt));
 }
 
+// The case as it is, then with the decode tests' window (40) and soft cap (4).
+void expect_within_bound_as_is_and_windowed(TestCase& c, const Options& opt = {}) {
+  expect_within_bound(c, run_fast(c, opt));
+  expect_within_bound_windowed(c, 40, 4.0f, opt);
+}
+
 // What a non-finite input makes of an output element in the reference.
 enum class Poisoned { kNo, kNaN, kEither };
 
@@ -828,8 +834,7 @@ TEST(FastEdges, DecodeItemBatchesOfEveryHeadShapeAndKvDtype) {
         c.threads = int(1 + rng() % 3);
         SCOPED_TRACE(describe(c) + " G=" + std::to_string(G) + " q_len=" + std::to_string(q_len) + " " + mode.name);
         const Options opt = with_bf16_mode(mode);
-        expect_within_bound(c, run_fast(c, opt));
-        expect_within_bound_windowed(c, 40, 4.0f, opt);
+        expect_within_bound_as_is_and_windowed(c, opt);
         c.has_window = false;
         c.has_cap = false;
         c.mask_value = -2.0f;
@@ -859,8 +864,7 @@ TEST(FastEdges, Avx2DecodeItemBatches) {
           TestCase c = decode_batch(rng, q, kv, Hkv, G, q_len, kv_lens, D);
           c.threads = int(1 + rng() % 3);
           SCOPED_TRACE(describe(c) + " G=" + std::to_string(G) + " q_len=" + std::to_string(q_len));
-          expect_within_bound(c, run_fast(c));
-          expect_within_bound_windowed(c, 40, 4.0f, Options{});
+          expect_within_bound_as_is_and_windowed(c);
           if (HasFatalFailure()) return;
         }
 }
@@ -889,16 +893,15 @@ TEST(FastEdges, Avx2DecodeItemBatchesWithScales) {
                                {{true, true, 2e36f, 2e36f}, 1e-38f}};
   for (DType kv : {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN, DType::kFloat8E5M2})
     for (DType q : {DType::kFloat32, DType::kBFloat16})
-    for (const ScaledCase& sc : kCases) {
-      TestCase c = decode_batch(rng, q, kv, 4, 4, 1, {1, 17, 64, 333}, kv == DType::kFloat32 ? 48 : 128);
-      sc.scales.apply_to(c);
-      c.sm_scale = sc.sm;
-      c.threads = 2;
-      SCOPED_TRACE(describe(c));
-      expect_within_bound(c, run_fast(c));
-      expect_within_bound_windowed(c, 40, 4.0f, Options{});
-      if (HasFatalFailure()) return;
-    }
+      for (const ScaledCase& sc : kCases) {
+        TestCase c = decode_batch(rng, q, kv, 4, 4, 1, {1, 17, 64, 333}, kv == DType::kFloat32 ? 48 : 128);
+        sc.scales.apply_to(c);
+        c.sm_scale = sc.sm;
+        c.threads = 2;
+        SCOPED_TRACE(describe(c));
+        expect_within_bound_as_is_and_windowed(c);
+        if (HasFatalFailure()) return;
+      }
 }
 
 // The AVX2 item multiplies q by 2^8 for float8_e4m3fn KV (kFp8Scale); a q
@@ -974,8 +977,7 @@ TEST(FastEdges, DecodeItemBatchesOfScaledEightBitFloatKv) {
             c.threads = int(1 + rng() % 3);
             SCOPED_TRACE(describe(c) + " G=" + std::to_string(G) + " " + mode.name);
             const Options opt = with_bf16_mode(mode);
-            expect_within_bound(c, run_fast(c, opt));
-            expect_within_bound_windowed(c, 40, 4.0f, opt);
+            expect_within_bound_as_is_and_windowed(c, opt);
             if (HasFatalFailure()) return;
           }
 }
