@@ -482,11 +482,21 @@ HWY_INLINE void QKRegBlock(const float* HWY_RESTRICT qt, size_t RP, const uint8_
 // vectors (8 keys x 1) keep everything in registers: a float32 prefill on
 // one thread, warm, took 75-82 ms against 91 ms (fast_bench, minimum of
 // 25 calls, three interleaved rounds on an AMD Zen 3 guest; 6 keys x 2
-// vectors the same as 4 x 2).
+// vectors the same as 4 x 2). A 32-row tile (kRV 4) on AVX2 takes 3 keys x
+// all 4 vectors: twelve chains instead of eight, one broadcast of K per
+// four FMAs, Q^T's fourth vector a memory operand. The loop alone, on L1
+// data on the Zen 3 guest, read 82-99 GFLOP/s a core against 53-72 for
+// 4 x 2; in the kernel, one thread, warm (minimum of 15 calls, four to six
+// interleaved rounds): mixed float32 50.6 against 51.5 ms and 51.4 against
+// 55.2 ms, prefill float32 69.9 against 70.8 ms. Taller tiles (converted
+// KV, kRV 8) keep 4 x 2: 3 x 4 there reads Q^T a third more often.
 template <int kRV>
-inline constexpr int kQKRows = kRV >= 2 ? 2 : 1;
+inline constexpr bool kQK3x4 = hn::MaxLanes(DF()) <= 8 && kRV == 4;
 template <int kRV>
-inline constexpr int kQKKeys = hn::MaxLanes(DF()) <= 8 ? (kQKRows<kRV> == 2 ? 4 : 8) : 16 / kQKRows<kRV>;
+inline constexpr int kQKRows = kQK3x4<kRV> ? 4 : kRV >= 2 ? 2 : 1;
+template <int kRV>
+inline constexpr int kQKKeys =
+    kQK3x4<kRV> ? 3 : hn::MaxLanes(DF()) <= 8 ? (kQKRows<kRV> == 2 ? 4 : 8) : 16 / kQKRows<kRV>;
 
 // S^T[kQKKeys keys][kRV vectors of rows] for keys krow[0 .. kQKKeys).
 template <int kRV>
