@@ -112,6 +112,17 @@ bool Avx2KvRowForTestOfTarget(DType kv, DType q, bool scaled, float scale, const
   return Avx2KvRowForTest(kv, q, scaled, scale, src, dst);
 }
 
+void TileExpForTest(const float* x, int64_t n, float* dst) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  HWY_ALIGN float tmp[hn::MaxLanes(df)];
+  for (int64_t i = 0; i < n; i += int64_t(N)) {
+    for (size_t k = 0; k < N; ++k) tmp[k] = i + int64_t(k) < n ? x[i + int64_t(k)] : 0.0f;
+    hn::Store(ExpFast(df, hn::Load(df, tmp)), df, tmp);
+    for (size_t k = 0; k < N && i + int64_t(k) < n; ++k) dst[i + int64_t(k)] = tmp[k];
+  }
+}
+
 void RoundValues(DType q, const float* src, int64_t n, float* dst) {
   const DF df;
   const size_t N = hn::Lanes(df);
@@ -155,6 +166,7 @@ HWY_EXPORT(ConvertRowForTest);
 HWY_EXPORT(Fp8WordsForTest);
 HWY_EXPORT(Avx2KvRowForTestOfTarget);
 HWY_EXPORT(RoundValues);
+HWY_EXPORT(TileExpForTest);
 HWY_EXPORT(MaxAbsBits);
 
 int64_t simd_lanes() { return HWY_DYNAMIC_DISPATCH(LanesOfTarget)(); }
@@ -171,6 +183,7 @@ bool fp8_words_for_test(DType kv, bool scaled, float scale, const uint8_t* src, 
 bool avx2_kv_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, float* dst) {
   return HWY_DYNAMIC_DISPATCH(Avx2KvRowForTestOfTarget)(kv, q, scaled, scale, src, dst);
 }
+void tile_exp_for_test(const float* x, int64_t n, float* dst) { HWY_DYNAMIC_DISPATCH(TileExpForTest)(x, n, dst); }
 uint32_t max_abs_bits(const float* p, int64_t n) { return HWY_DYNAMIC_DISPATCH(MaxAbsBits)(p, n); }
 void round_values(DType q, const float* src, int64_t n, float* dst) {
   HWY_DYNAMIC_DISPATCH(RoundValues)(q, src, n, dst);

@@ -439,7 +439,7 @@ HWY_INLINE void BlockSoftmaxB(const KernelCtx& c, float* HWY_RESTRICT st, size_t
     VF ls = hn::Zero(df);
     for (int64_t j = 0; j < nbp; ++j) {
       float* sp = st + j * RP + rv * N;
-      const VF p = ExpKeepNaN(df, hn::Sub(hn::Load(df, sp), m_p));
+      const VF p = ExpFast(df, hn::Sub(hn::Load(df, sp), m_p));
       hn::Store(p, df, sp);
       ls = hn::Add(ls, p);
     }

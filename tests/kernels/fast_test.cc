@@ -186,6 +186,52 @@ TEST(FastConvert, TheAvx2DecodeItemDequantisesAsTheReference) {
   }
 }
 
+// |got - want| in units of want's float32 ulp (subnormal spacing below
+// the normals), want from long double exp: independent of the kernel's
+// polynomial and of hwy's.
+double ExpUlps(float got, long double want) {
+  if (std::isinf(static_cast<float>(want))) return std::isinf(got) && got > 0 ? 0.0 : 1e30;
+  int e = 0;
+  std::frexp(static_cast<double>(want), &e);
+  const long double ulp = std::ldexp(1.0L, std::max(e - 24, -149));
+  return static_cast<double>(std::fabs(static_cast<long double>(got) - want) / ulp);
+}
+
+TEST(FastConvert, TheTileSoftmaxExponentialStaysWithinAnUlpAndAQuarterOfExp) {
+  // Every 61st float from -0 down to -87.5 (both sides of the fast range's
+  // edge at -87, subnormal and tiny x included), and positives to 88.5.
+  std::vector<float> x;
+  for (uint32_t b = 0x80000000u; b <= 0xC2AF0000u; b += 61) {
+    float v;
+    std::memcpy(&v, &b, 4);
+    x.push_back(v);
+  }
+  for (float v = 0.0f; v <= 88.5f; v += 0.0173f) x.push_back(v);
+  std::vector<float> got(x.size());
+  tile_exp_for_test(x.data(), int64_t(x.size()), got.data());
+  double worst = 0;
+  float worst_x = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double u = ExpUlps(got[i], std::exp(static_cast<long double>(x[i])));
+    if (u > worst) worst = u, worst_x = x[i];
+  }
+  EXPECT_LE(worst, 1.26) << "at x = " << worst_x;
+  // Lanes outside the fast range send their vector the exact way: NaN kept,
+  // -inf to 0, overflow to inf, subnormal results, beside in-range lanes.
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> edge = {-1.0f, -100.0f, nan, -inf, 0.0f, 89.0f, inf, -87.5f,
+                                   -0.5f, -3.0f, -20.0f, -86.9f, 87.9f, -1e-30f, -60.0f, 1.0f};
+  std::vector<float> out(edge.size());
+  tile_exp_for_test(edge.data(), int64_t(edge.size()), out.data());
+  for (size_t i = 0; i < edge.size(); ++i) {
+    if (std::isnan(edge[i])) {
+      EXPECT_TRUE(std::isnan(out[i]));
+      continue;
+    }
+    EXPECT_LE(ExpUlps(out[i], std::exp(static_cast<long double>(edge[i]))), 1.26) << "x = " << edge[i];
+  }
+}
+
 TEST(FastConvert, Float32RowsAreCopied) {
   std::vector<float> v = {1.5f, -0.0f, kNaN, std::numeric_limits<float>::infinity(), 1e-45f, 3.0f, -7.25f};
   std::vector<float> got(v.size());
