@@ -112,26 +112,26 @@ bool Avx2KvRowForTestOfTarget(DType kv, DType q, bool scaled, float scale, const
   return Avx2KvRowForTest(kv, q, scaled, scale, src, dst);
 }
 
-void TileExpForTest(const float* x, int64_t n, float* dst) {
-  const DF df;
-  const size_t N = hn::Lanes(df);
-  HWY_ALIGN float tmp[hn::MaxLanes(df)];
-  for (int64_t i = 0; i < n; i += int64_t(N)) {
-    for (size_t k = 0; k < N; ++k) tmp[k] = i + int64_t(k) < n ? x[i + int64_t(k)] : 0.0f;
-    hn::Store(ExpFast(df, hn::Load(df, tmp)), df, tmp);
-    for (size_t k = 0; k < N && i + int64_t(k) < n; ++k) dst[i + int64_t(k)] = tmp[k];
-  }
-}
-
-void RoundValues(DType q, const float* src, int64_t n, float* dst) {
+// dst[i] = f(vector of src)[i] for n floats, a vector at a time; the last
+// vector's lanes past n read 0 and are not written.
+template <class F>
+void MapVectors(const float* src, int64_t n, float* dst, F f) {
   const DF df;
   const size_t N = hn::Lanes(df);
   HWY_ALIGN float tmp[hn::MaxLanes(df)];
   for (int64_t i = 0; i < n; i += int64_t(N)) {
     for (size_t k = 0; k < N; ++k) tmp[k] = i + int64_t(k) < n ? src[i + int64_t(k)] : 0.0f;
-    hn::Store(RoundToQ(df, q, hn::Load(df, tmp)), df, tmp);
+    hn::Store(f(df, hn::Load(df, tmp)), df, tmp);
     for (size_t k = 0; k < N && i + int64_t(k) < n; ++k) dst[i + int64_t(k)] = tmp[k];
   }
+}
+
+void TileExpForTest(const float* x, int64_t n, float* dst) {
+  MapVectors(x, n, dst, [](DF df, VF v) { return ExpFast(df, v); });
+}
+
+void RoundValues(DType q, const float* src, int64_t n, float* dst) {
+  MapVectors(src, n, dst, [q](DF df, VF v) { return RoundToQ(df, q, v); });
 }
 
 uint32_t MaxAbsBits(const float* p, int64_t n) {

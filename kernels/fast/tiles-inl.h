@@ -175,6 +175,11 @@ struct L2LineStream {
   }
 };
 
+// Targets of 8 lanes or fewer: AVX2 and below, whose 16 vector registers
+// (AVX2) the register blocks, p.v order and exponential below were shaped
+// and measured for; wider targets keep the AVX-512 choices.
+inline constexpr bool kNarrowSimd = hn::MaxLanes(DF()) <= 8;
+
 // o[r][:] = o[r][:] * alpha[r] + sum_j p[j * pstride + r] * vrow[j][:] for
 // r < kRows, over head-dim vectors [v0, v0 + kDV).
 template <int kRows, DType kRow, bool kScaled, int kDV>
@@ -212,7 +217,7 @@ HWY_INLINE void PVRowsScaled(float* HWY_RESTRICT o, size_t Dp, const float* alph
                              size_t rows = kRows) {
   // 16 accumulators leave no register for V on AVX2 (16 registers): they
   // spilled, and a 1-thread warm decode took 4.14 ms against 3.16 with 8.
-  constexpr int kDV = (hn::MaxLanes(DF()) <= 8 ? 8 : 16) / kRows;
+  constexpr int kDV = (kNarrowSimd ? 8 : 16) / kRows;
   const size_t nv = Dp / hn::Lanes(DF());
   size_t v0 = 0;
   for (; v0 + kDV <= nv; v0 += kDV)
@@ -442,7 +447,7 @@ HWY_INLINE void BlockSoftmaxB(const KernelCtx& c, float* HWY_RESTRICT st, size_t
       // ExpFast where it was measured faster (AVX2); on AVX-512 a similar
       // exponential was not (docs/fast_kernel.md).
       const VF x = hn::Sub(hn::Load(df, sp), m_p);
-      const VF p = hn::MaxLanes(df) <= 8 ? ExpFast(df, x) : ExpKeepNaN(df, x);
+      const VF p = kNarrowSimd ? ExpFast(df, x) : ExpKeepNaN(df, x);
       hn::Store(p, df, sp);
       ls = hn::Add(ls, p);
     }
@@ -494,12 +499,12 @@ HWY_INLINE void QKRegBlock(const float* HWY_RESTRICT qt, size_t RP, const uint8_
 // 55.2 ms, prefill float32 69.9 against 70.8 ms. Taller tiles (converted
 // KV, kRV 8) keep 4 x 2: 3 x 4 there reads Q^T a third more often.
 template <int kRV>
-inline constexpr bool kQK3x4 = hn::MaxLanes(DF()) <= 8 && kRV == 4;
+inline constexpr bool kQK3x4 = kNarrowSimd && kRV == 4;
 template <int kRV>
 inline constexpr int kQKRows = kQK3x4<kRV> ? 4 : kRV >= 2 ? 2 : 1;
+// Accumulators per register block (16 on AVX-512, 8 or 12 on AVX2) over its rows.
 template <int kRV>
-inline constexpr int kQKKeys =
-    kQK3x4<kRV> ? 3 : hn::MaxLanes(DF()) <= 8 ? (kQKRows<kRV> == 2 ? 4 : 8) : 16 / kQKRows<kRV>;
+inline constexpr int kQKKeys = (kNarrowSimd ? (kQK3x4<kRV> ? 12 : 8) : 16) / kQKRows<kRV>;
 
 // S^T[kQKKeys keys][kRV vectors of rows] for keys krow[0 .. kQKKeys).
 template <int kRV>
@@ -647,12 +652,12 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
   // 4 with 16 registers (AVX2), where PVRowsScaled then keeps 4 rows x 2
   // vectors: 6 loads per 8 FMAs instead of 8 x 1's 9 (float32 prefill, one
   // thread, warm: 72-77 against 75-82 ms, the same runs as kQKKeys').
-  constexpr int kPVRows = hn::MaxLanes(DF()) <= 8 ? 4 : 8;
+  constexpr int kPVRows = kNarrowSimd ? 4 : 8;
   // Chunk-outer p.v on AVX2: prefill float32, one thread, warm (fast_bench,
   // minimum of 15-20 calls, ten interleaved rounds on the Zen 3 guest),
   // 69.5-75.6 against 72.9-80.6 ms; mixed unchanged. Not measured on
   // AVX-512, which keeps the row-group order it was tuned with.
-  constexpr bool kPVChunkOuter = hn::MaxLanes(DF()) <= 8;
+  constexpr bool kPVChunkOuter = kNarrowSimd;
   const bool pv8 = RP >= size_t(kPVRows);
   const size_t RG = pv8 ? kPVRows : 4;
   const size_t Rr = (size_t(R) + RG - 1) / RG * RG;
