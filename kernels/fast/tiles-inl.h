@@ -180,6 +180,11 @@ struct L2LineStream {
 // and measured for; wider targets keep the AVX-512 choices.
 inline constexpr bool kNarrowSimd = hn::MaxLanes(DF()) <= 8;
 
+// e^x for the softmax weights of a block (tiles and group items): ExpFast
+// where it was measured faster (AVX2); on AVX-512 a similar exponential was
+// not (docs/fast_kernel.md).
+HWY_INLINE VF WeightExp(DF df, VF x) { return kNarrowSimd ? ExpFast(df, x) : ExpKeepNaN(df, x); }
+
 // o[r][:] = o[r][:] * alpha[r] + sum_j p[j * pstride + r] * vrow[j][:] for
 // r < kRows, over head-dim vectors [v0, v0 + kDV).
 template <int kRows, DType kRow, bool kScaled, int kDV>
@@ -444,10 +449,7 @@ HWY_INLINE void BlockSoftmaxB(const KernelCtx& c, float* HWY_RESTRICT st, size_t
     VF ls = hn::Zero(df);
     for (int64_t j = 0; j < nbp; ++j) {
       float* sp = st + j * RP + rv * N;
-      // ExpFast where it was measured faster (AVX2); on AVX-512 a similar
-      // exponential was not (docs/fast_kernel.md).
-      const VF x = hn::Sub(hn::Load(df, sp), m_p);
-      const VF p = kNarrowSimd ? ExpFast(df, x) : ExpKeepNaN(df, x);
+      const VF p = WeightExp(df, hn::Sub(hn::Load(df, sp), m_p));
       hn::Store(p, df, sp);
       ls = hn::Add(ls, p);
     }
@@ -832,7 +834,7 @@ inline void GroupBlockSoftmax(const KernelCtx& c, const GroupState& g, int64_t h
   const VF m_p = hn::Add(m_use, hn::Set(df, g.p_shift));
   VF ls = hn::Zero(df);
   for (int64_t j0 = 0; j0 < npad; j0 += KG) {
-    const VF pv = ExpKeepNaN(df, hn::Sub(hn::Load(df, sg + j0 * 4), m_p));
+    const VF pv = WeightExp(df, hn::Sub(hn::Load(df, sg + j0 * 4), m_p));
     hn::Store(pv, df, sg + j0 * 4);
     ls = hn::Add(ls, pv);
   }
