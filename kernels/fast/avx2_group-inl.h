@@ -166,6 +166,10 @@ HWY_INLINE __m256 Dequant(__m256 x, __m256 m) {
   return RoundToQ(DF(), DType::kBFloat16, VF{p}).raw;  // the generic items' rounding: RNE, NaN kept
 }
 
+// Keeps v in a register: GCC otherwise folds a load used by two FMAs into
+// both as memory operands, two loads instead of one.
+HWY_INLINE void InRegister(__m256& v) { asm("" : "+x"(v)); }
+
 // Lane i of the result = the sum of the 8 lanes of v[i].
 HWY_INLINE __m256 SumEach8(const __m256* v) {
   // hadd(a, b) = a0+a1, a2+a3, b0+b1, b2+b3 | the same of lanes 4..7.
@@ -184,14 +188,23 @@ HWY_INLINE __m256 QK2x4(const float* HWY_RESTRICT qh, int64_t D, const uint8_t* 
   for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
   for (int64_t c0 = 0; c0 < D; c0 += 16) {
     pf.Next();
-    const uint8_t* kp[2] = {k0 + c0 * kElemBytes<kKv>, k1 + c0 * kElemBytes<kKv>};
-    for (int t = 0; t < 2; ++t) {
-      __m256 a, b;
-      Load16<kKv>(kp[t], a, b);
-      a = Dequant<kMode>(a, km), b = Dequant<kMode>(b, km);
-      for (int r = 0; r < 4; ++r) acc[t * 4 + r] = _mm256_fmadd_ps(_mm256_load_ps(qh + r * D + c0), a, acc[t * 4 + r]);
-      for (int r = 0; r < 4; ++r)
-        acc[t * 4 + r] = _mm256_fmadd_ps(_mm256_load_ps(qh + r * D + c0 + 8), b, acc[t * 4 + r]);
+    __m256 a[2], b[2];
+    Load16<kKv>(k0 + c0 * kElemBytes<kKv>, a[0], b[0]);
+    Load16<kKv>(k1 + c0 * kElemBytes<kKv>, a[1], b[1]);
+    for (int t = 0; t < 2; ++t) a[t] = Dequant<kMode>(a[t], km), b[t] = Dequant<kMode>(b[t], km);
+    // Each q vector loaded once for both keys: 8 q loads per 16 FMAs
+    // instead of 16 (two 256-bit loads a cycle on Zen 3).
+    for (int r = 0; r < 4; ++r) {
+      __m256 q = _mm256_load_ps(qh + r * D + c0);
+      InRegister(q);
+      acc[r] = _mm256_fmadd_ps(q, a[0], acc[r]);
+      acc[4 + r] = _mm256_fmadd_ps(q, a[1], acc[4 + r]);
+    }
+    for (int r = 0; r < 4; ++r) {
+      __m256 q = _mm256_load_ps(qh + r * D + c0 + 8);
+      InRegister(q);
+      acc[r] = _mm256_fmadd_ps(q, b[0], acc[r]);
+      acc[4 + r] = _mm256_fmadd_ps(q, b[1], acc[4 + r]);
     }
   }
   return SumEach8(acc);
