@@ -194,18 +194,14 @@ HWY_INLINE __m256 QK2x4(const float* HWY_RESTRICT qh, int64_t D, const uint8_t* 
     for (int t = 0; t < 2; ++t) a[t] = Dequant<kMode>(a[t], km), b[t] = Dequant<kMode>(b[t], km);
     // Each q vector loaded once for both keys: 8 q loads per 16 FMAs
     // instead of 16 (two 256-bit loads a cycle on Zen 3).
-    for (int r = 0; r < 4; ++r) {
-      __m256 q = _mm256_load_ps(qh + r * D + c0);
-      InRegister(q);
-      acc[r] = _mm256_fmadd_ps(q, a[0], acc[r]);
-      acc[4 + r] = _mm256_fmadd_ps(q, a[1], acc[4 + r]);
-    }
-    for (int r = 0; r < 4; ++r) {
-      __m256 q = _mm256_load_ps(qh + r * D + c0 + 8);
-      InRegister(q);
-      acc[r] = _mm256_fmadd_ps(q, b[0], acc[r]);
-      acc[4 + r] = _mm256_fmadd_ps(q, b[1], acc[4 + r]);
-    }
+    const __m256* half[2] = {a, b};  // q's elements c0 .. c0 + 7, then c0 + 8 .. c0 + 15
+    for (int hf = 0; hf < 2; ++hf)
+      for (int r = 0; r < 4; ++r) {
+        __m256 q = _mm256_load_ps(qh + r * D + c0 + 8 * hf);
+        InRegister(q);
+        acc[r] = _mm256_fmadd_ps(q, half[hf][0], acc[r]);
+        acc[4 + r] = _mm256_fmadd_ps(q, half[hf][1], acc[4 + r]);
+      }
   }
   return SumEach8(acc);
 }

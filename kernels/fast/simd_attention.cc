@@ -126,8 +126,8 @@ void MapVectors(const float* src, int64_t n, float* dst, F f) {
   }
 }
 
-void TileExpForTest(const float* x, int64_t n, float* dst) {
-  MapVectors(x, n, dst, [](DF df, VF v) { return ExpFast(df, v); });
+void WeightExpForTest(const float* x, int64_t n, float* dst) {
+  MapVectors(x, n, dst, [](DF df, VF v) { return WeightExp(df, v); });
 }
 
 void RoundValues(DType q, const float* src, int64_t n, float* dst) {
@@ -166,7 +166,7 @@ HWY_EXPORT(ConvertRowForTest);
 HWY_EXPORT(Fp8WordsForTest);
 HWY_EXPORT(Avx2KvRowForTestOfTarget);
 HWY_EXPORT(RoundValues);
-HWY_EXPORT(TileExpForTest);
+HWY_EXPORT(WeightExpForTest);
 HWY_EXPORT(MaxAbsBits);
 
 int64_t simd_lanes() { return HWY_DYNAMIC_DISPATCH(LanesOfTarget)(); }
@@ -183,7 +183,7 @@ bool fp8_words_for_test(DType kv, bool scaled, float scale, const uint8_t* src, 
 bool avx2_kv_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, float* dst) {
   return HWY_DYNAMIC_DISPATCH(Avx2KvRowForTestOfTarget)(kv, q, scaled, scale, src, dst);
 }
-void tile_exp_for_test(const float* x, int64_t n, float* dst) { HWY_DYNAMIC_DISPATCH(TileExpForTest)(x, n, dst); }
+void weight_exp_for_test(const float* x, int64_t n, float* dst) { HWY_DYNAMIC_DISPATCH(WeightExpForTest)(x, n, dst); }
 uint32_t max_abs_bits(const float* p, int64_t n) { return HWY_DYNAMIC_DISPATCH(MaxAbsBits)(p, n); }
 void round_values(DType q, const float* src, int64_t n, float* dst) {
   HWY_DYNAMIC_DISPATCH(RoundValues)(q, src, n, dst);

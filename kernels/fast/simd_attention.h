@@ -49,8 +49,9 @@ bool fp8_words_for_test(DType kv, bool scaled, float scale, const uint8_t* src, 
 // the item does not take the dtypes or the scale.
 bool avx2_kv_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, float* dst);
 
-// Test hook: e^x of n floats as the tile's softmax computes its weights
-// (convert-inl.h, ExpFast), a vector of the dispatched target at a time.
-void tile_exp_for_test(const float* x, int64_t n, float* dst);
+// Test hook: e^x of n floats as the tiles' and group items' softmax
+// computes its weights on the dispatched target (tiles-inl.h, WeightExp:
+// ExpFast on AVX2, ExpKeepNaN on AVX-512), a vector at a time.
+void weight_exp_for_test(const float* x, int64_t n, float* dst);
 
 }  // namespace rpa::fast

@@ -197,7 +197,7 @@ double ExpUlps(float got, long double want) {
   return static_cast<double>(std::fabs(static_cast<long double>(got) - want) / ulp);
 }
 
-TEST(FastConvert, TheTileSoftmaxExponentialStaysWithinAnUlpAndAQuarterOfExp) {
+TEST(FastConvert, TheSoftmaxWeightExponentialStaysWithinAnUlpAndAQuarterOfExp) {
   // Every 61st float from -0 down to -87.5 (both sides of the fast range's
   // edge at -87, subnormal and tiny x included), and positives to 88.5.
   std::vector<float> x;
@@ -208,7 +208,7 @@ TEST(FastConvert, TheTileSoftmaxExponentialStaysWithinAnUlpAndAQuarterOfExp) {
   }
   for (float v = 0.0f; v <= 88.5f; v += 0.0173f) x.push_back(v);
   std::vector<float> got(x.size());
-  tile_exp_for_test(x.data(), int64_t(x.size()), got.data());
+  weight_exp_for_test(x.data(), int64_t(x.size()), got.data());
   double worst = 0;
   float worst_x = 0;
   for (size_t i = 0; i < x.size(); ++i) {
@@ -222,7 +222,7 @@ TEST(FastConvert, TheTileSoftmaxExponentialStaysWithinAnUlpAndAQuarterOfExp) {
   const std::vector<float> edge = {-1.0f, -100.0f, nan, -inf, 0.0f, 89.0f, inf, -87.5f,
                                    -0.5f, -3.0f, -20.0f, -86.9f, 87.9f, -1e-30f, -60.0f, 1.0f};
   std::vector<float> out(edge.size());
-  tile_exp_for_test(edge.data(), int64_t(edge.size()), out.data());
+  weight_exp_for_test(edge.data(), int64_t(edge.size()), out.data());
   for (size_t i = 0; i < edge.size(); ++i) {
     if (std::isnan(edge[i])) {
       EXPECT_TRUE(std::isnan(out[i]));
