@@ -40,7 +40,10 @@ ThreadPool& ThreadPool::global() {
   return pool;
 }
 
-int ThreadPool::hardware_threads() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+int ThreadPool::hardware_threads() {
+  static const int n = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return n;
+}
 
 ThreadPool::~ThreadPool() {
   {
