@@ -1,7 +1,9 @@
 // Tests of the fast kernel's planning bounds (kernels/fast/plan.cc): the
 // bound on |sm_scale * q.k| that lets tiles skip the scan for large scores
 // holds for float32 dot products summed in any order, including the tight
-// case where Hoelder's inequality is an equality.
+// case where Hoelder's inequality is an equality; the per-sequence K/V
+// facts the plan reads from the cache's statistics match a direct pass
+// over the sequence's gathered keys.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/fast/native_kv.h"
 #include "kernels/fast/plan.h"
 
 namespace rpa::fast {
@@ -78,6 +81,74 @@ TEST(FastPlan, ScoresStayBelowNeedsFiniteKeysAndABound) {
   EXPECT_FALSE(scores_stay_below(c, s, std::nan(""), 128.0));
   s.k_finite = false;  // a NaN or Inf in K: kmax bounds only the finite ones
   EXPECT_FALSE(scores_stay_below(c, s, 100.0, 128.0));
+}
+
+// kmax (max |K| over the attended keys' finite elements) and k_finite
+// (every K and V element of those keys finite) against a pass over the
+// float32 KV values themselves, gathered through page_indices as the
+// reference gathers them (a negative index wrapped once, the rest clamped):
+// slots past kv_len hold NaN, Inf and the largest values, which must not
+// count; pages are shared between sequences; page sizes 16 (whole pages of
+// statistics at once) and 5 (ragged ones).
+TEST(FastPlan, SequenceKvFactsMatchAPassOverTheGatheredKeys) {
+  std::mt19937 rng(20261207);
+  const float kInf = std::numeric_limits<float>::infinity(), kNaN = std::nanf("");
+  int finite_seqs = 0, nonfinite_seqs = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t ps = trial % 2 ? 16 : 5, P = 6, pps = 4, D = 4, H = 2 * (1 + trial % 2), seqs = 3;
+    const int64_t slot_elems = H * D;
+    std::vector<float> kv(size_t(P * ps * slot_elems));
+    std::uniform_real_distribution<float> mag(-3.0f, 3.0f);
+    for (float& x : kv) x = mag(rng);
+    std::vector<int32_t> kv_lens(seqs), pages(size_t(seqs * pps)), cu(seqs + 1);
+    for (int64_t i = 0; i < seqs; ++i) {
+      kv_lens[size_t(i)] = int32_t(rng() % uint32_t(pps * ps + 1));
+      for (int64_t k = 0; k < pps; ++k) pages[size_t(i * pps + k)] = int32_t(rng() % 10) - 3;  // -3..6
+      cu[size_t(i + 1)] = int32_t(i + 1);
+    }
+    // A few poisoned elements anywhere: inside some sequence's keys or not.
+    for (int n = int(rng() % 4); n > 0; --n) {
+      const float poison[] = {kNaN, kInf, -kInf, 3e38f};
+      kv[rng() % kv.size()] = poison[rng() % 4];
+    }
+    std::vector<float> q(size_t(seqs * (H / 2) * D), 0.5f), out(q.size());
+    rpa_problem p{};
+    p.abi_version = RPA_ABI_VERSION;
+    p.q_dtype = p.kv_dtype = RPA_FLOAT32;
+    p.num_tokens = seqs, p.num_q_heads = H / 2, p.head_dim = D;
+    p.total_num_pages = P, p.page_size = ps, p.num_combined_kv_heads = H;
+    p.max_num_seqs = seqs, p.pages_per_seq = pps, p.num_seqs = int32_t(seqs);
+    p.q = q.data(), p.kv_pages = kv.data(), p.kv_lens = kv_lens.data();
+    p.page_indices = pages.data(), p.cu_q_lens = cu.data();
+    p.sm_scale = 1.0f, p.mask_value = -1e30f;
+    const NativeKv nkv = encode_kv(p);
+    Plan plan;
+    std::string error;
+    ASSERT_TRUE(make_plan(p, nkv, PlanShape{}, true, out.data(), plan, error)) << error;
+    ASSERT_EQ(plan.seqs.size(), size_t(seqs));
+    for (int64_t i = 0; i < seqs; ++i) {
+      float kmax = 0.0f;
+      bool finite = true;
+      for (int64_t j = 0; j < kv_lens[size_t(i)]; ++j) {
+        int64_t page = pages[size_t(i * pps + j / ps)];
+        if (page < 0) page += P;
+        page = std::clamp<int64_t>(page, 0, P - 1);
+        const float* slot = kv.data() + (page * ps + j % ps) * slot_elems;
+        for (int64_t e = 0; e < slot_elems; ++e) {
+          const float x = slot[e];
+          if (!std::isfinite(x)) finite = false;
+          else if ((e / D) % 2 == 0) kmax = std::max(kmax, std::fabs(x));
+        }
+      }
+      const SeqPlan& s = plan.seqs[size_t(i)];
+      EXPECT_EQ(s.k_finite, finite) << "trial " << trial << " seq " << i;
+      EXPECT_EQ(s.kmax, double(kmax)) << "trial " << trial << " seq " << i;
+      (finite ? finite_seqs : nonfinite_seqs)++;
+    }
+  }
+  // Both kinds of sequence were drawn often enough to matter.
+  EXPECT_GT(finite_seqs, 100);
+  EXPECT_GT(nonfinite_seqs, 50);
 }
 
 }  // namespace
