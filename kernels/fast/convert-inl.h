@@ -151,8 +151,8 @@ HWY_INLINE VF ExpKeepNaN(DF df, VF x) { return hn::IfThenElse(hn::IsNaN(x), x, h
 // against 5.9-6.4 ns a vector; in the tile's softmax (BlockSoftmaxB),
 // one thread warm, minimum of 15 calls over 4-5 interleaved rounds:
 // prefill float32 66.0-66.9 against 68.7-71.4 ms, mixed float32 48.8-50.9
-// against 50.7-54.4 ms. The group items' softmax uses it too (WeightExp
-// in tiles-inl.h picks it per target). tests/kernels/fast_test.cc checks
+// against 50.7-54.4 ms. The group items' softmax uses it too, and
+// from 2026-12-07 AVX-512 as well (WeightExp in tiles-inl.h). tests/kernels/fast_test.cc checks
 // it against long double exp.
 HWY_INLINE VF ExpFast(DF df, VF x) {
   const hn::RebindToSigned<DF> di;

@@ -51,7 +51,7 @@ bool avx2_kv_row_for_test(DType kv, DType q, bool scaled, float scale, const uin
 
 // Test hook: e^x of n floats as the tiles' and group items' softmax
 // computes its weights on the dispatched target (tiles-inl.h, WeightExp:
-// ExpFast on AVX2, ExpKeepNaN on AVX-512), a vector at a time.
+// ExpFast on every SIMD target), a vector at a time.
 void weight_exp_for_test(const float* x, int64_t n, float* dst);
 
 }  // namespace rpa::fast

@@ -176,14 +176,18 @@ struct L2LineStream {
 };
 
 // Targets of 8 lanes or fewer: AVX2 and below, whose 16 vector registers
-// (AVX2) the register blocks, p.v order and exponential below were shaped
-// and measured for; wider targets keep the AVX-512 choices.
+// (AVX2) the register blocks and p.v order below were shaped and measured
+// for; wider targets keep the AVX-512 choices.
 inline constexpr bool kNarrowSimd = hn::MaxLanes(DF()) <= 8;
 
-// e^x for the softmax weights of a block (tiles and group items): ExpFast
-// where it was measured faster (AVX2); on AVX-512 a similar exponential was
-// not (docs/fast_kernel.md).
-HWY_INLINE VF WeightExp(DF df, VF x) { return kNarrowSimd ? ExpFast(df, x) : ExpKeepNaN(df, x); }
+// e^x for the softmax weights of a block (tiles and group items), on every
+// target. Half hn::Exp's operations count where the vector unit is short of
+// ports: on the Intel Xeon with AMX (2 vCPUs; 512-bit operations issue on
+// the two FMA ports only) the bench's prefill float32, 2 threads, cold, six
+// alternated rounds: 23.7-25.6 ms against 24.0-26.5 with ExpKeepNaN. AVX2
+// measured faster too (convert-inl.h); on the model-207 Xeon and Zen 5 a
+// similar exponential measured within the noise (docs/fast_kernel.md).
+HWY_INLINE VF WeightExp(DF df, VF x) { return ExpFast(df, x); }
 
 // o[r][:] = o[r][:] * alpha[r] + sum_j p[j * pstride + r] * vrow[j][:] for
 // r < kRows, over head-dim vectors [v0, v0 + kDV).
@@ -275,12 +279,16 @@ inline void WriteRow(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t rh
     std::fill(dst, dst + D, 0.0f);
     return;
   }
-  const VF lv = hn::Set(df, l);
+  // O times 1 / l: one division a row instead of one a vector (VDIVPS
+  // issues every 16 cycles or so on AVX-512), one more float32 rounding,
+  // far inside the tolerance; l lies in [e^-p_shift, number of keys], so
+  // 1 / l neither overflows nor loses precision to a subnormal.
+  const VF lv = hn::Set(df, 1.0f / l);
   size_t d = 0;
-  for (; d + N <= size_t(D); d += N) hn::StoreU(RoundToQ(df, c.q_dtype, hn::Div(hn::Load(df, o + d), lv)), df, dst + d);
+  for (; d + N <= size_t(D); d += N) hn::StoreU(RoundToQ(df, c.q_dtype, hn::Mul(hn::Load(df, o + d), lv)), df, dst + d);
   if (d < size_t(D)) {
     HWY_ALIGN float tmp[hn::MaxLanes(df)];
-    hn::Store(RoundToQ(df, c.q_dtype, hn::Div(hn::Load(df, o + d), lv)), df, tmp);
+    hn::Store(RoundToQ(df, c.q_dtype, hn::Mul(hn::Load(df, o + d), lv)), df, tmp);
     std::memcpy(dst + d, tmp, (size_t(D) - d) * sizeof(float));
   }
 }
@@ -464,7 +472,7 @@ HWY_INLINE void BlockSoftmaxB(const KernelCtx& c, float* HWY_RESTRICT st, size_t
 // AVX-512: broadcasts of K are cheap, vector loads are not).
 template <int kKC, int kRB>
 HWY_INLINE void QKRegBlock(const float* HWY_RESTRICT qt, size_t RP, const uint8_t* const* krow, int64_t D, float sm,
-                           float* HWY_RESTRICT st) {
+                           float* HWY_RESTRICT st, L2LineStream& pf, int64_t pf_mask) {
   const DF df;
   const size_t N = hn::Lanes(df);
   VF acc[kKC][kRB];
@@ -473,6 +481,7 @@ HWY_INLINE void QKRegBlock(const float* HWY_RESTRICT qt, size_t RP, const uint8_
   const float* kr[kKC];
   for (int jj = 0; jj < kKC; ++jj) kr[jj] = reinterpret_cast<const float*>(krow[jj]);
   for (int64_t d = 0; d < D; ++d) {
+    if ((d & pf_mask) == 0) pf.Next();
     VF q[kRB];
     for (int rv = 0; rv < kRB; ++rv) q[rv] = hn::Load(df, qt + d * RP + rv * N);
     for (int jj = 0; jj < kKC; ++jj) {
@@ -508,14 +517,25 @@ inline constexpr int kQKRows = kQK3x4<kRV> ? 4 : kRV >= 2 ? 2 : 1;
 template <int kRV>
 inline constexpr int kQKKeys = (kNarrowSimd ? (kQK3x4<kRV> ? 12 : 8) : 16) / kQKRows<kRV>;
 
-// S^T[kQKKeys keys][kRV vectors of rows] for keys krow[0 .. kQKKeys).
+// S^T[kQKKeys keys][kRV vectors of rows] for keys krow[0 .. kQKKeys), with
+// one line of `pf` every pf_mask + 1 steps of head_dim.
 template <int kRV>
 HWY_INLINE void QKBlockB(const float* HWY_RESTRICT qt, size_t RP, const uint8_t* const* krow, int64_t D, float sm,
-                         float* HWY_RESTRICT st) {
+                         float* HWY_RESTRICT st, L2LineStream& pf, int64_t pf_mask) {
   const size_t N = hn::Lanes(DF());
   constexpr int kRB = kQKRows<kRV>;
   for (int rv0 = 0; rv0 < kRV; rv0 += kRB)
-    QKRegBlock<kQKKeys<kRV>, kRB>(qt + size_t(rv0) * N, RP, krow, D, sm, st + size_t(rv0) * N);
+    QKRegBlock<kQKKeys<kRV>, kRB>(qt + size_t(rv0) * N, RP, krow, D, sm, st + size_t(rv0) * N, pf, pf_mask);
+}
+
+// The largest of 7, 3, 1 such that a line every mask + 1 head_dim steps of
+// a block's q.k (`steps`: its register blocks times head_dim) issues all
+// `lines` lines; else 0 (a line every step), and L2LineStream::Rest issues
+// what the steps did not.
+inline int64_t StreamMask(int64_t steps, int64_t lines) {
+  int64_t mask = 7;
+  while (mask > 0 && steps / (mask + 1) < lines) mask /= 2;
+  return mask;
 }
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
@@ -610,6 +630,22 @@ inline void TransposeQ(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t 
   }
 }
 
+// The output rows of tile rows [row0, row1) as an L2LineStream over its
+// tokens (a token's rows of the group's heads lie together), streamed during
+// the tile's last block: the lines are then in L2 when WriteRow stores to
+// them. Without it the stores waited on memory (perf: the hottest
+// instruction of a q.k-only float32 tile was the one after WriteRow's store;
+// leaving the output unwritten took 2.2 of 22 ms, one thread, warm).
+inline L2LineStream OutputStream(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_t row1,
+                                 const uint8_t** rows) {
+  const int64_t G = c.group, t0 = row0 / G, t1 = (row1 - 1) / G;
+  for (int64_t t = t0; t <= t1; ++t)
+    rows[t - t0] = reinterpret_cast<const uint8_t*>(c.out + ((s.out_row0 + t) * c.num_q_heads + g * G) * c.head_dim);
+  // Whole lines from the first row's start, plus one for a start inside a line.
+  const int64_t bytes = (G * c.head_dim * int64_t(sizeof(float)) + 63) / 64 * 64 + 64;
+  return L2LineStream{.rows = rows, .j = 0, .j_end = t1 - t0 + 1, .bytes = bytes};
+}
+
 template <int kRV>
 void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_t row1, Scratch& sc) {
   const DF df;
@@ -667,13 +703,28 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
   float* st = sc.st.get();
   const ConvertFn convert = ConverterFor(c.kv_dtype);
 
+  // The next block's K and V rows go into L2 a line at a time over this
+  // block's q.k (L2LineStream), not in one burst before it: the burst
+  // filled the line fill buffers and the loads behind it waited (perf: 6%
+  // of the float32 tile's samples on the instruction after a prefetcht0).
+  // On the Intel Xeon with AMX, the bench's prefill float32, 2 threads,
+  // cold, six alternated rounds: 22.7-24.8 ms against 24.0-26.5 ms.
+  const int64_t pf_bytes = (2 * D * c.kv_elem_bytes + 63) / 64 * 64;  // a key's K and V rows, whole lines
+  const uint8_t* next_rows[kBlockKeys];
+  const uint8_t* out_rows[kMaxTileRowVectors * hn::MaxLanes(DF())];
   for (int64_t b0 = keys.range.lo; b0 <= keys.range.hi; b0 += kBlockKeys) {
     const int64_t nb = std::min<int64_t>(kBlockKeys, keys.range.hi + 1 - b0);
     const int64_t nbp = (nb + kKC - 1) / kKC * kKC;
-    if (b0 + kBlockKeys <= keys.range.hi)
-      PrefetchBlock(c, s, g, b0 + kBlockKeys, std::min<int64_t>(kBlockKeys, keys.range.hi + 1 - b0 - kBlockKeys));
+    const int64_t nb_next = std::clamp<int64_t>(keys.range.hi + 1 - b0 - kBlockKeys, 0, kBlockKeys);
+    TokenRows(c, s, g, b0 + kBlockKeys, nb_next, next_rows);
+    L2LineStream pf{.rows = next_rows, .j = 0, .j_end = nb_next, .bytes = pf_bytes};
+    if (nb_next == 0) pf = OutputStream(c, s, g, row0, row1, out_rows);
+    pf.Start();
+    const int64_t pf_mask = StreamMask(nbp / kKC * (kRV / kQKRows<kRV>) * D, (pf.j_end - pf.j) * pf.bytes / 64);
     GatherBlock(c, s, g, b0, nb, kKC, sc, convert, sc.in_place);
-    for (int64_t j0 = 0; j0 < nbp; j0 += kKC) QKBlockB<kRV>(qt, RP, sc.krow.data() + j0, D, c.sm_scale, st + j0 * RP);
+    for (int64_t j0 = 0; j0 < nbp; j0 += kKC)
+      QKBlockB<kRV>(qt, RP, sc.krow.data() + j0, D, c.sm_scale, st + j0 * RP, pf, pf_mask);
+    pf.Rest();
     if (may_be_large) ExactTileScoresIfLarge(c, s, g, row0, R, nb, nbp, RP, sc.krow.data(), /*native=*/false, st, sc);
 
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
