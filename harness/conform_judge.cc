@@ -43,7 +43,7 @@ Verdict judge(const Case& c, const std::string& impl, const ImplOutput& got, con
   const std::vector<double> got_d(got.values.begin(), got.values.end());
   const std::vector<double> target =
       is_reference ? truth.values
-                   : kernel_judging_truth(got_d, truth.values, truths.rounded.values, truths.rounded.score_overflow);
+                   : kernel_judging_truth(got_d, truth.values, truths.rounded.values, truths.rounded.scores_off_exact);
   const std::vector<double> bound =
       is_reference ? reference_bound(judge_dtype, target, truths.rounded.widen)
                    : kernel_bound(path_unit_roundoff(a.q.dtype, a.kv_pages.dtype, !a.k_scale.is_none(),

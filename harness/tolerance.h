@@ -81,8 +81,9 @@ struct ErrorSummary {
 // exact truth's value (docs/tolerance.md, "Reference overflow"). Finite
 // outputs are judged against the truth as everywhere else.
 // The truth a kernel's output is judged against: the exact truth, except
-// on elements where the reference's own float32 q.k overflowed
-// (TruthOutput::score_overflow of the rounded truth), which take whichever
+// on elements where the reference's own float32 q.k overflowed or its
+// scores are too large for float32 to resolve
+// (TruthOutput::scores_off_exact of the rounded truth), which take whichever
 // of the exact and the rounded truth is nearer to `actual`: there the
 // reference's semantics, not its rounding, left the exact truth, and a
 // kernel may follow either. A NaN is accepted there too: the reference's
@@ -91,7 +92,7 @@ struct ErrorSummary {
 // (docs/tolerance.md, "Reference overflow").
 // `from_rounded` (if given) receives how many elements took the rounded truth.
 std::vector<double> kernel_judging_truth(std::span<const double> actual, std::span<const double> exact,
-                                         std::span<const double> rounded, std::span<const char> score_overflow,
+                                         std::span<const double> rounded, std::span<const char> scores_off_exact,
                                          int64_t* from_rounded = nullptr);
 
 ErrorSummary summarize_errors(std::span<const float> actual, std::span<const double> truth, DType judge,

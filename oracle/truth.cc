@@ -78,7 +78,7 @@ struct Outputs {
   double* values;
   double* widen;
   double* v_abs_max;
-  char* score_overflow;
+  char* scores_off_exact;
 };
 
 // A masked key's weight is e^(s + mask_value - max): with a mask_value of
@@ -99,6 +99,9 @@ void write_v_abs_max(const ReferencePlan& p, const SeqPlan& s, const Block& b, i
     if (!any || attended[c])
       for (int64_t d = 0; d < b.D; ++d) dst[d] = std::max(dst[d], std::fabs(b.v[c * b.D + d]));
 }
+
+// 2^24: from here on float32 numbers are 2 or more apart.
+constexpr float kFloat32ScoresUnresolved = 16777216.0f;
 
 // Rounded mode for one (sequence, KV head).
 void attend_rounded(const ReferencePlan& p, const SeqPlan& s, int64_t g, const float* q, const float* kv,
@@ -137,6 +140,11 @@ void attend_rounded(const ReferencePlan& p, const SeqPlan& s, int64_t g, const f
         if (std::isnan(x)) any_nan = true;
         else if (x > m) m = x;
       }
+      // Scores this large are spaced 2 or more apart in float32, so its
+      // rounding of them (and of s + mask_value, which it may swallow) moves
+      // weights by e or more: the reference's softmax is then a different
+      // function of the scores than the exact one, not a rounding of it.
+      if (std::isfinite(m) && std::fabs(m) >= kFloat32ScoresUnresolved) overflow = true;
       if (any_nan) m = std::numeric_limits<float>::quiet_NaN();
       // Softmax (functions.py:621-624): exp of the float32 difference, the
       // exact sum rounded to float32, a float32 division, the cast to V.
@@ -190,7 +198,7 @@ void attend_rounded(const ReferencePlan& p, const SeqPlan& s, int64_t g, const f
         double widen = 0;
         for (const auto& [c, alt] : near) widen += alt * std::fabs(b.v[c * D + d]);
         out.widen[base + d] = widen;
-        out.score_overflow[base + d] = overflow;
+        out.scores_off_exact[base + d] = overflow;
       }
       write_v_abs_max(p, s, b, r, out.v_abs_max + base);
     }
@@ -285,8 +293,8 @@ TruthOutput truth_ragged_paged_attention(const CallArgs& a, std::span<const floa
   out.values.assign(n, 0.0);
   out.widen.assign(n, 0.0);
   out.v_abs_max.assign(n, 0.0);
-  out.score_overflow.assign(n, 0);
-  const Outputs o{out.values.data(), out.widen.data(), out.v_abs_max.data(), out.score_overflow.data()};
+  out.scores_off_exact.assign(n, 0);
+  const Outputs o{out.values.data(), out.widen.data(), out.v_abs_max.data(), out.scores_off_exact.data()};
   const int64_t items = static_cast<int64_t>(p.seqs.size()) * p.num_kv_heads;
   run_items(items, options.threads, [&](int64_t k) {
     const SeqPlan& s = p.seqs[static_cast<size_t>(k / p.num_kv_heads)];

@@ -53,11 +53,14 @@ struct TruthOutput {
   // key too when mask_value is finite and above -1000, as masked keys then
   // carry weight).
   std::vector<double> v_abs_max;
-  // Rounded mode, per element: 1 where the row's float32 q.k (kernel.py:132)
-  // overflowed to +-Inf for some key although the exact dot is finite - so
-  // the reference's own math, not its rounding, moved the row away from
-  // the exact truth (a k_scale near 1e38 under a tiny sm_scale, say).
-  std::vector<char> score_overflow;
+  // Rounded mode, per element: 1 where the reference's own float32 math, not
+  // its rounding, moved the row away from the exact truth: the row's float32
+  // q.k (kernel.py:132) overflowed to +-Inf for some key although the exact
+  // dot is finite (a k_scale near 1e38 under a tiny sm_scale, say), or the
+  // row's largest float32 score is 2^24 or more in magnitude, where float32
+  // cannot tell scores 1 apart (a soft_cap of 1e30 over huge q.k, a
+  // positive huge mask_value, every key masked by a mask_value of -2.4e38).
+  std::vector<char> scores_off_exact;
   std::vector<std::string> diagnostics;
 };
 

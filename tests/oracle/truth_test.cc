@@ -187,17 +187,47 @@ TEST(Truth, FlagsRowsWhoseFloat32DotOverflowed) {
     const TruthOutput rounded = truth_ragged_paged_attention(t.a, t.q, t.kv, o);
     o.mode = TruthMode::kExact;
     const TruthOutput exact = truth_ragged_paged_attention(t.a, t.q, t.kv, o);
-    ASSERT_EQ(rounded.score_overflow.size(), 2u);
+    ASSERT_EQ(rounded.scores_off_exact.size(), 2u);
     if (k > 1) {
-      EXPECT_EQ(rounded.score_overflow[0], 1);
+      EXPECT_EQ(rounded.scores_off_exact[0], 1);
       EXPECT_EQ(rounded.values[0], 1.0);  // scores 50 and 0: e^50 / (e^50 + 1) rounds to 1
       // Scores 50 tanh(0.6 / 50) and 0 (sm_scale 1e-39 is a float32
       // subnormal, a few 1e-6 from 1e-39: hence the tolerance).
       const double e = std::exp(50 * std::tanh(2.0 * double(3e38f) * 1e-39 / 50));
       EXPECT_NEAR(exact.values[0], e / (e + 1), 1e-5);
     } else {
-      EXPECT_EQ(rounded.score_overflow[0], 0);
+      EXPECT_EQ(rounded.scores_off_exact[0], 0);
       EXPECT_NEAR(rounded.values[0], exact.values[0], 1e-6);
+    }
+  }
+}
+
+// Scores 2^30 and 2^30 + 1: float32 rounds both dots to 2^30, so the
+// reference weighs the two keys alike (output 0.5 for V = 0, 1) where the
+// exact softmax gives e / (1 + e). The rounded truth flags such rows (its
+// largest score is past 2^24); the same keys scaled down to scores 1 and 2
+// are not flagged. Found by the kernel_diff fuzz target with a soft_cap of
+// 1e30 over scores near 1e36 (corpus/fuzz/kernel_diff/float32-scores-beyond-2p24-soft-cap).
+TEST(Truth, FlagsRowsWhoseFloat32ScoresCannotBeResolved) {
+  for (const float big : {1073741824.0f, 1.0f}) {
+    Attn t = one_sequence(DType::kFloat32, DType::kFloat32, 1, 2, 2);
+    t.qv(0, 0, 0) = 1, t.qv(0, 0, 1) = 1;
+    t.key(0, 0, 0, true, 0) = big;                                    // key 0: K = (big, 0), V = 0
+    t.key(0, 1, 0, true, 0) = big, t.key(0, 1, 0, true, 1) = 1;      // key 1: K = (big, 1), V = 1
+    t.key(0, 1, 0, false, 0) = 1;
+    TruthOptions o;
+    const TruthOutput rounded = truth_ragged_paged_attention(t.a, t.q, t.kv, o);
+    o.mode = TruthMode::kExact;
+    const TruthOutput exact = truth_ragged_paged_attention(t.a, t.q, t.kv, o);
+    ASSERT_EQ(rounded.scores_off_exact.size(), 2u);
+    const double e = std::exp(1.0);
+    EXPECT_NEAR(exact.values[0], e / (1 + e), 1e-12);
+    if (big > 1) {
+      EXPECT_EQ(rounded.scores_off_exact[0], 1);
+      EXPECT_EQ(rounded.values[0], 0.5);
+    } else {
+      EXPECT_EQ(rounded.scores_off_exact[0], 0);
+      EXPECT_NEAR(rounded.values[0], e / (1 + e), 1e-6);
     }
   }
 }
