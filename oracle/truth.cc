@@ -125,14 +125,14 @@ void attend_rounded(const ReferencePlan& p, const SeqPlan& s, int64_t g, const f
       // Scores: the exact dot rounded to float32 (kernel.py:132), then float32
       // operations, each exact then rounded, as IEEE defines them (:133-143).
       float m = -std::numeric_limits<float>::infinity();
-      bool any_nan = false, overflow = false;
+      bool any_nan = false, off_exact = false;
       for (int64_t c = 0; c < C; ++c) {
         const double* kc = &b.k[c * D];
         const DoubleSum dot = double_dot(qv.data(), kc, D);
         float x = static_cast<float>(exact_dot(DType::kFloat32, qv.data(), kc, D, 1, dot, nf, scratch));
         // The dot of finite q and K passed float32's range where the exact
         // one (a double: |q.k| < 2^128 * 2^128 * D) did not.
-        if (std::isinf(x) && std::isfinite(dot.sum)) overflow = true;
+        if (std::isinf(x) && std::isfinite(dot.sum)) off_exact = true;
         x = x * o.sm_scale;
         if (o.has_soft_cap) x = o.soft_cap * tanh_f32(x / o.soft_cap, nf);
         x = x + (is_masked(p, s, r, c) ? o.mask_value : 0.0f);
@@ -144,7 +144,7 @@ void attend_rounded(const ReferencePlan& p, const SeqPlan& s, int64_t g, const f
       // rounding of them (and of s + mask_value, which it may swallow) moves
       // weights by e or more: the reference's softmax is then a different
       // function of the scores than the exact one, not a rounding of it.
-      if (std::isfinite(m) && std::fabs(m) >= kFloat32ScoresUnresolved) overflow = true;
+      if (std::isfinite(m) && std::fabs(m) >= kFloat32ScoresUnresolved) off_exact = true;
       if (any_nan) m = std::numeric_limits<float>::quiet_NaN();
       // Softmax (functions.py:621-624): exp of the float32 difference, the
       // exact sum rounded to float32, a float32 division, the cast to V.
@@ -198,7 +198,7 @@ void attend_rounded(const ReferencePlan& p, const SeqPlan& s, int64_t g, const f
         double widen = 0;
         for (const auto& [c, alt] : near) widen += alt * std::fabs(b.v[c * D + d]);
         out.widen[base + d] = widen;
-        out.scores_off_exact[base + d] = overflow;
+        out.scores_off_exact[base + d] = off_exact;
       }
       write_v_abs_max(p, s, b, r, out.v_abs_max + base);
     }

@@ -708,7 +708,8 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
   // filled the line fill buffers and the loads behind it waited (perf: 6%
   // of the float32 tile's samples on the instruction after a prefetcht0).
   // On the Intel Xeon with AMX, the bench's prefill float32, 2 threads,
-  // cold, six alternated rounds: 22.7-24.8 ms against 24.0-26.5 ms.
+  // cold, eight alternated rounds, the stream and ExpFast (WeightExp)
+  // together: 21.3-22.8 ms against 22.0-23.4 ms.
   const int64_t pf_bytes = (2 * D * c.kv_elem_bytes + 63) / 64 * 64;  // a key's K and V rows, whole lines
   const uint8_t* next_rows[kBlockKeys];
   const uint8_t* out_rows[kMaxTileRowVectors * hn::MaxLanes(DF())];
