@@ -267,14 +267,19 @@ HWY_INLINE VF SoftCap(DF df, VF x, VF cap) {
   return hn::IfThenElse(hn::IsNaN(x), x, t);
 }
 
+// Token t's output rows of KV head g's q heads: `group` rows of head_dim
+// floats, one after another.
+inline float* OutRows(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t t) {
+  return c.out + ((s.out_row0 + t) * c.num_q_heads + g * c.group) * c.head_dim;
+}
+
 // Writes row `rho` of a tile: O / l cast to q's dtype, or zeros for a
 // sequence without keys (the reference's einsum over zero keys).
 inline void WriteRow(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t rho_global, const float* o, float l) {
   const DF df;
   const size_t N = hn::Lanes(df);
   const int64_t G = c.group, D = c.head_dim;
-  const int64_t t = rho_global / G, h = rho_global % G;
-  float* dst = c.out + ((s.out_row0 + t) * c.num_q_heads + g * G + h) * D;
+  float* dst = OutRows(c, s, g, rho_global / G) + rho_global % G * D;
   if (s.num_keys == 0) {
     std::fill(dst, dst + D, 0.0f);
     return;
@@ -640,7 +645,7 @@ inline L2LineStream OutputStream(const KernelCtx& c, const SeqPlan& s, int64_t g
                                  const uint8_t** rows) {
   const int64_t G = c.group, t0 = row0 / G, t1 = (row1 - 1) / G;
   for (int64_t t = t0; t <= t1; ++t)
-    rows[t - t0] = reinterpret_cast<const uint8_t*>(c.out + ((s.out_row0 + t) * c.num_q_heads + g * G) * c.head_dim);
+    rows[t - t0] = reinterpret_cast<const uint8_t*>(OutRows(c, s, g, t));
   // Whole lines from the first row's start, plus one for a start inside a line.
   const int64_t bytes = (G * c.head_dim * int64_t(sizeof(float)) + 63) / 64 * 64 + 64;
   return L2LineStream{.rows = rows, .j = 0, .j_end = t1 - t0 + 1, .bytes = bytes};
