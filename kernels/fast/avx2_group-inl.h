@@ -27,9 +27,8 @@
 //    of the next head's rows, as TileGroup issues, were slower here
 //    (fast_bench decode q float32, bfloat16 KV, 2 threads, cold: about
 //    1.6 ms with them, 1.4 ms without; p.v issuing no L2 lines: 1.5 ms).
-// Scales with q other than float32 or bfloat16, other KV dtypes,
-// float8_e4m3fn KV holding a NaN and head_dim not a multiple of 16 take
-// TileGroup. For 8-bit floats, in
+// Scales with q other than float32 or bfloat16, other KV dtypes and
+// head_dim not a multiple of 16 take TileGroup. For 8-bit floats, in
 // fast_bench (decode, 2 threads, cold, medians of 5 in three interleaved
 // rounds, q float32 / bfloat16): TileGroup 3.05 / 2.93 ms, this item
 // 1.50-1.62 / 1.56-1.58 ms.
@@ -53,16 +52,13 @@ namespace rpa::fast::HWY_NAMESPACE {
 
 #if HWY_TARGET == HWY_AVX2
 
-// Whether the AVX2 item runs a group item of `s`. float8_e4m3fn KV only
-// where every K and V element of the sequence is finite (SeqPlan::k_finite,
-// from the cache's statistics): LoadFp8x16 does not see its NaN. With
-// k_scale or v_scale only for float32 and bfloat16 q: the reference
+// Whether the AVX2 item runs a group item of `s`. With k_scale or v_scale only for float32 and bfloat16 q: the reference
 // dequantises to q's dtype (kernel.py:124-129), the float32 product
 // x * scale (Avx2Multipliers) that for bfloat16 q is then rounded
 // (KvDequant).
 inline bool Avx2GroupTakes(const KernelCtx& c, const SeqPlan& s) {
   const bool dtype_ok = c.kv_dtype == DType::kFloat32 || c.kv_dtype == DType::kBFloat16 ||
-                        c.kv_dtype == DType::kFloat8E5M2 || (c.kv_dtype == DType::kFloat8E4M3FN && s.k_finite);
+                        c.kv_dtype == DType::kFloat8E5M2 || c.kv_dtype == DType::kFloat8E4M3FN;
   const bool scales_ok = (!c.has_k_scale && !c.has_v_scale) || c.q_dtype == DType::kFloat32 ||
                          c.q_dtype == DType::kBFloat16;
   return c.decode_item && dtype_ok && scales_ok && c.head_dim > 0 && c.head_dim % 16 == 0 &&
@@ -83,9 +79,12 @@ inline constexpr int kElemBytes = kKv == DType::kFloat32 ? 4 : kKv == DType::kBF
 //    float16 are the value times 2^-8, normals and subnormals alike (bias
 //    15 against 7; a subnormal's m x 2^-9 is float16's m x 2^-17). The
 //    caller multiplies q and the probabilities by 2^8 instead (exact, see
-//    kFp8Scale). NaN (exponent and mantissa all ones) reads as 1.875 x 2^-8:
-//    Avx2GroupTakes asks for finite KV.
-template <DType kKv>
+//    kFp8Scale). NaN (exponent and mantissa all ones) would read as
+//    1.875 x 2^-8: with kNan such words are set to all ones (a float16
+//    NaN), three more operations per 16 elements, run only where the
+//    sequence's KV is not known finite (SeqPlan::k_finite, from the
+//    cache's statistics).
+template <DType kKv, bool kNan>
 HWY_INLINE void LoadFp8x16(const uint8_t* HWY_RESTRICT p, __m256& a, __m256& b) {
   const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   __m128i lo, hi;
@@ -93,8 +92,11 @@ HWY_INLINE void LoadFp8x16(const uint8_t* HWY_RESTRICT p, __m256& a, __m256& b) 
     lo = _mm_unpacklo_epi8(_mm_setzero_si128(), x);
     hi = _mm_unpackhi_epi8(_mm_setzero_si128(), x);
   } else {
-    const __m256i w =
-        _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(x), 7), _mm256_set1_epi16(int16_t(0xBF80)));
+    __m256i w = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(x), 7), _mm256_set1_epi16(int16_t(0xBF80)));
+    if constexpr (kNan) {  // 0x3F80 under the sign: the byte's exponent and mantissa all ones
+      const __m256i em = _mm256_set1_epi16(0x3F80);
+      w = _mm256_or_si256(w, _mm256_cmpeq_epi16(_mm256_and_si256(w, em), em));
+    }
     lo = _mm256_castsi256_si128(w);
     hi = _mm256_extracti128_si256(w, 1);
   }
@@ -130,8 +132,8 @@ inline bool QFitsScale(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t
 
 // 16 elements of a row of kKv at p as two float32 vectors: float32 and
 // 8-bit floats in order (the latter divided by kFp8Scale); bfloat16 even
-// elements in a, odd ones in b.
-template <DType kKv>
+// elements in a, odd ones in b. kNan: as LoadFp8x16 takes it.
+template <DType kKv, bool kNan>
 HWY_INLINE void Load16(const uint8_t* HWY_RESTRICT p, __m256& a, __m256& b) {
   if constexpr (kKv == DType::kFloat32) {
     a = _mm256_loadu_ps(reinterpret_cast<const float*>(p));
@@ -141,7 +143,7 @@ HWY_INLINE void Load16(const uint8_t* HWY_RESTRICT p, __m256& a, __m256& b) {
     a = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
     b = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(int(0xFFFF0000u))));
   } else {
-    LoadFp8x16<kKv>(p, a, b);
+    LoadFp8x16<kKv, kNan>(p, a, b);
   }
 }
 
@@ -181,7 +183,7 @@ HWY_INLINE __m256 SumEach8(const __m256* v) {
 
 // Raw scores q.k of keys k0, k1 x 4 rows (qh: [4][D] in Load16 order),
 // lane t * 4 + r. One line of the next block's L2 stream per chunk.
-template <DType kKv, KvDequant kMode>
+template <DType kKv, bool kNan, KvDequant kMode>
 HWY_INLINE __m256 QK2x4(const float* HWY_RESTRICT qh, int64_t D, const uint8_t* k0, const uint8_t* k1, __m256 km,
                         L2LineStream& pf) {
   __m256 acc[8];
@@ -189,8 +191,8 @@ HWY_INLINE __m256 QK2x4(const float* HWY_RESTRICT qh, int64_t D, const uint8_t* 
   for (int64_t c0 = 0; c0 < D; c0 += 16) {
     pf.Next();
     __m256 a[2], b[2];
-    Load16<kKv>(k0 + c0 * kElemBytes<kKv>, a[0], b[0]);
-    Load16<kKv>(k1 + c0 * kElemBytes<kKv>, a[1], b[1]);
+    Load16<kKv, kNan>(k0 + c0 * kElemBytes<kKv>, a[0], b[0]);
+    Load16<kKv, kNan>(k1 + c0 * kElemBytes<kKv>, a[1], b[1]);
     for (int t = 0; t < 2; ++t) a[t] = Dequant<kMode>(a[t], km), b[t] = Dequant<kMode>(b[t], km);
     // Each q vector loaded once for both keys: 8 q loads per 16 FMAs
     // instead of 16 (two 256-bit loads a cycle on Zen 3).
@@ -208,7 +210,7 @@ HWY_INLINE __m256 QK2x4(const float* HWY_RESTRICT qh, int64_t D, const uint8_t* 
 
 // o[4 rows][16 dims at c0, Load16 order] = o * alpha + sum over keys j < nb
 // of p[j][r] * V[j] (p: [key][4] float32 probabilities; V as Dequant<kMode> makes it).
-template <DType kKv, KvDequant kMode>
+template <DType kKv, bool kNan, KvDequant kMode>
 HWY_INLINE void PV4x16(float* HWY_RESTRICT o, int64_t D, int64_t c0, const float* alpha,
                        const float* HWY_RESTRICT p, int64_t nb, const uint8_t* const* vrow, __m256 vm, L2LineStream& pf,
                        bool stream) {
@@ -221,7 +223,7 @@ HWY_INLINE void PV4x16(float* HWY_RESTRICT o, int64_t D, int64_t c0, const float
   for (int64_t j = 0; j < nb; ++j) {
     if (stream) pf.Next();
     __m256 va, vb;
-    Load16<kKv>(vrow[j] + c0 * kElemBytes<kKv>, va, vb);
+    Load16<kKv, kNan>(vrow[j] + c0 * kElemBytes<kKv>, va, vb);
     va = Dequant<kMode>(va, vm), vb = Dequant<kMode>(vb, vm);
     for (int r = 0; r < 4; ++r) {
       const __m256 pr = _mm256_broadcast_ss(p + j * 4 + r);
@@ -237,8 +239,8 @@ HWY_INLINE void PV4x16(float* HWY_RESTRICT o, int64_t D, int64_t c0, const float
 
 // The item; see TileGroup for the arguments. At most 4 rows per head.
 // K and V are Dequant<kMode>'d with km and vm as they are read; with
-// kCarried q and the probabilities carry kFp8Scale.
-template <DType kKv, KvDequant kMode>
+// kCarried q and the probabilities carry kFp8Scale. kNan: as LoadFp8x16 takes it.
+template <DType kKv, bool kNan, KvDequant kMode>
 void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1, float km,
                float vm, float* partial, Scratch& sc) {
   constexpr int64_t KG = 2;  // keys per score vector
@@ -295,7 +297,7 @@ void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
       const float* qh = qa + h * rows_stride;
       for (int64_t j0 = 0; j0 < nbp; j0 += KG) {
         const uint8_t* k1p = j0 + 1 < nb ? kh[j0 + 1] : zero;  // keys past the block read zeros (-inf later)
-        _mm256_store_ps(sa + j0 * 4, QK2x4<kKv, kMode>(qh, D, kh[j0], k1p, km_v, pf));
+        _mm256_store_ps(sa + j0 * 4, QK2x4<kKv, kNan, kMode>(qh, D, kh[j0], k1p, km_v, pf));
       }
       ExactGroupScoresIfLarge(c, s, h0 + h, 0, g.R, nb, nbp, kh, /*native=*/true, sa, sc);
       GroupBlockSoftmax(c, g, h, 0, sa, nbp, nbp, b0, nb, need_mask, alpha);
@@ -304,7 +306,7 @@ void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
           _mm256_store_ps(sa + i, _mm256_mul_ps(_mm256_load_ps(sa + i), _mm256_set1_ps(kCarried)));
       float* oh = o + h * rows_stride;
       for (int64_t c0 = 0; c0 < D; c0 += 16)
-        PV4x16<kKv, kMode>(oh, D, c0, alpha, sa, nb, vh, vm_v, pf, (c0 / 16) % 2 == 0);
+        PV4x16<kKv, kNan, kMode>(oh, D, c0, alpha, sa, nb, vh, vm_v, pf, (c0 / 16) % 2 == 0);
       pf.Rest();
     }
     std::swap(tok, tok_next);
@@ -339,20 +341,20 @@ inline bool Avx2Multipliers(const KernelCtx& c, float& km, float& vm) {
          Avx2Multiplier<kKv>(c.has_v_scale ? c.v_scale : 1.0f, vm);
 }
 
-template <DType kKv>
+template <DType kKv, bool kNan>
 bool RunAvx2GroupOf(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t k0, int64_t k1,
                     float* partial, Scratch& sc) {
   if (c.has_k_scale || c.has_v_scale) {
     float km = 1.0f, vm = 1.0f;
     if (!Avx2Multipliers<kKv>(c, km, vm)) return false;
     if (c.q_dtype == DType::kBFloat16)
-      GroupAvx2<kKv, KvDequant::kScaledBf16>(c, s, h0, nh, k0, k1, km, vm, partial, sc);
+      GroupAvx2<kKv, kNan, KvDequant::kScaledBf16>(c, s, h0, nh, k0, k1, km, vm, partial, sc);
     else
-      GroupAvx2<kKv, KvDequant::kScaled>(c, s, h0, nh, k0, k1, km, vm, partial, sc);
+      GroupAvx2<kKv, kNan, KvDequant::kScaled>(c, s, h0, nh, k0, k1, km, vm, partial, sc);
     return true;
   }
   if (!QFitsScale(c, s, h0, nh, kFp8Scale<kKv>)) return false;
-  GroupAvx2<kKv, KvDequant::kCarried>(c, s, h0, nh, k0, k1, 1.0f, 1.0f, partial, sc);
+  GroupAvx2<kKv, kNan, KvDequant::kCarried>(c, s, h0, nh, k0, k1, 1.0f, 1.0f, partial, sc);
   return true;
 }
 
@@ -360,10 +362,12 @@ inline bool RunAvx2Group(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64
                          float* partial, Scratch& sc) {
   if (!Avx2GroupTakes(c, s)) return false;
   switch (c.kv_dtype) {
-    case DType::kFloat32: return RunAvx2GroupOf<DType::kFloat32>(c, s, h0, nh, k0, k1, partial, sc);
-    case DType::kBFloat16: return RunAvx2GroupOf<DType::kBFloat16>(c, s, h0, nh, k0, k1, partial, sc);
-    case DType::kFloat8E4M3FN: return RunAvx2GroupOf<DType::kFloat8E4M3FN>(c, s, h0, nh, k0, k1, partial, sc);
-    default: return RunAvx2GroupOf<DType::kFloat8E5M2>(c, s, h0, nh, k0, k1, partial, sc);
+    case DType::kFloat32: return RunAvx2GroupOf<DType::kFloat32, false>(c, s, h0, nh, k0, k1, partial, sc);
+    case DType::kBFloat16: return RunAvx2GroupOf<DType::kBFloat16, false>(c, s, h0, nh, k0, k1, partial, sc);
+    case DType::kFloat8E4M3FN:
+      return s.k_finite ? RunAvx2GroupOf<DType::kFloat8E4M3FN, false>(c, s, h0, nh, k0, k1, partial, sc)
+                        : RunAvx2GroupOf<DType::kFloat8E4M3FN, true>(c, s, h0, nh, k0, k1, partial, sc);
+    default: return RunAvx2GroupOf<DType::kFloat8E5M2, false>(c, s, h0, nh, k0, k1, partial, sc);
   }
 }
 
@@ -371,11 +375,17 @@ inline bool RunAvx2Group(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64
 // them, in head_dim order: with a scale as Dequant makes them for q's
 // dtype (float32 or bfloat16), without one Load16's values times
 // kFp8Scale (what q and the probabilities carry: kScaled's product with
-// m = kFp8Scale). False where the item does not take the pair or the scale.
+// m = kFp8Scale). finite_kv: the read of a sequence whose KV is known
+// finite (float8_e4m3fn's NaN patterns then read as finite numbers), else
+// of one that may hold NaN. False where the item does not take the pair or
+// the scale.
 template <DType kKv, KvDequant kMode>
-inline void KvRowAsComputed(const uint8_t* src, float m, float* dst) {
+inline void KvRowAsComputed(bool finite_kv, const uint8_t* src, float m, float* dst) {
   __m256 a, b;
-  Load16<kKv>(src, a, b);
+  if (finite_kv)
+    Load16<kKv, false>(src, a, b);
+  else
+    Load16<kKv, true>(src, a, b);
   const __m256 mv = _mm256_set1_ps(m);
   a = Dequant<kMode>(a, mv), b = Dequant<kMode>(b, mv);
   HWY_ALIGN float t[16];
@@ -384,34 +394,35 @@ inline void KvRowAsComputed(const uint8_t* src, float m, float* dst) {
   for (int64_t i = 0; i < 16; ++i) dst[Load16Dim<kKv>(i)] = t[i];
 }
 template <DType kKv>
-inline bool KvRowAsComputedOf(DType q, bool scaled, float scale, const uint8_t* src, float* dst) {
+inline bool KvRowAsComputedOf(DType q, bool scaled, float scale, bool finite_kv, const uint8_t* src, float* dst) {
   if (!scaled) {
-    KvRowAsComputed<kKv, KvDequant::kScaled>(src, kFp8Scale<kKv>, dst);
+    KvRowAsComputed<kKv, KvDequant::kScaled>(finite_kv, src, kFp8Scale<kKv>, dst);
     return true;
   }
   float m = 1.0f;
   if (!Avx2Multiplier<kKv>(scale, m)) return false;
   if (q == DType::kFloat32) {
-    KvRowAsComputed<kKv, KvDequant::kScaled>(src, m, dst);
+    KvRowAsComputed<kKv, KvDequant::kScaled>(finite_kv, src, m, dst);
   } else if (q == DType::kBFloat16) {
-    KvRowAsComputed<kKv, KvDequant::kScaledBf16>(src, m, dst);
+    KvRowAsComputed<kKv, KvDequant::kScaledBf16>(finite_kv, src, m, dst);
   } else {
     return false;
   }
   return true;
 }
-inline bool Avx2KvRowForTest(DType kv, DType q, bool scaled, float scale, const uint8_t* src, float* dst) {
+inline bool Avx2KvRowForTest(DType kv, DType q, bool scaled, float scale, bool finite_kv, const uint8_t* src,
+                             float* dst) {
   switch (kv) {
-    case DType::kFloat32: return KvRowAsComputedOf<DType::kFloat32>(q, scaled, scale, src, dst);
-    case DType::kBFloat16: return KvRowAsComputedOf<DType::kBFloat16>(q, scaled, scale, src, dst);
-    case DType::kFloat8E4M3FN: return KvRowAsComputedOf<DType::kFloat8E4M3FN>(q, scaled, scale, src, dst);
-    case DType::kFloat8E5M2: return KvRowAsComputedOf<DType::kFloat8E5M2>(q, scaled, scale, src, dst);
+    case DType::kFloat32: return KvRowAsComputedOf<DType::kFloat32>(q, scaled, scale, finite_kv, src, dst);
+    case DType::kBFloat16: return KvRowAsComputedOf<DType::kBFloat16>(q, scaled, scale, finite_kv, src, dst);
+    case DType::kFloat8E4M3FN: return KvRowAsComputedOf<DType::kFloat8E4M3FN>(q, scaled, scale, finite_kv, src, dst);
+    case DType::kFloat8E5M2: return KvRowAsComputedOf<DType::kFloat8E5M2>(q, scaled, scale, finite_kv, src, dst);
     default: return false;
   }
 }
 
 #else
-inline bool Avx2KvRowForTest(DType, DType, bool, float, const uint8_t*, float*) { return false; }
+inline bool Avx2KvRowForTest(DType, DType, bool, float, bool, const uint8_t*, float*) { return false; }
 inline bool RunAvx2Group(const KernelCtx&, const SeqPlan&, int64_t, int64_t, int64_t, int64_t, float*, Scratch&) {
   return false;
 }

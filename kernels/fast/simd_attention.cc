@@ -108,8 +108,9 @@ bool Fp8WordsForTest(DType kv, bool scaled, float scale, const uint8_t* src, uin
 #endif
 }
 
-bool Avx2KvRowForTestOfTarget(DType kv, DType q, bool scaled, float scale, const uint8_t* src, float* dst) {
-  return Avx2KvRowForTest(kv, q, scaled, scale, src, dst);
+bool Avx2KvRowForTestOfTarget(DType kv, DType q, bool scaled, float scale, bool finite_kv, const uint8_t* src,
+                              float* dst) {
+  return Avx2KvRowForTest(kv, q, scaled, scale, finite_kv, src, dst);
 }
 
 // dst[i] = f(vector of src)[i] for n floats, a vector at a time; the last
@@ -180,8 +181,9 @@ void convert_row_for_test(DType kv, DType q, bool scaled, float scale, const uin
 bool fp8_words_for_test(DType kv, bool scaled, float scale, const uint8_t* src, uint16_t* words) {
   return HWY_DYNAMIC_DISPATCH(Fp8WordsForTest)(kv, scaled, scale, src, words);
 }
-bool avx2_kv_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, float* dst) {
-  return HWY_DYNAMIC_DISPATCH(Avx2KvRowForTestOfTarget)(kv, q, scaled, scale, src, dst);
+bool avx2_kv_row_for_test(DType kv, DType q, bool scaled, float scale, bool finite_kv, const uint8_t* src,
+                          float* dst) {
+  return HWY_DYNAMIC_DISPATCH(Avx2KvRowForTestOfTarget)(kv, q, scaled, scale, finite_kv, src, dst);
 }
 void weight_exp_for_test(const float* x, int64_t n, float* dst) { HWY_DYNAMIC_DISPATCH(WeightExpForTest)(x, n, dst); }
 uint32_t max_abs_bits(const float* p, int64_t n) { return HWY_DYNAMIC_DISPATCH(MaxAbsBits)(p, n); }

@@ -45,9 +45,12 @@ bool fp8_words_for_test(DType kv, bool scaled, float scale, const uint8_t* src, 
 // Test hook: 16 elements of KV (kv) at src as the AVX2 decode item computes
 // with them for q's dtype, as float32 in head_dim order (avx2_group-inl.h,
 // KvRowAsComputed): dequantised with `scale` where `scaled`, else Load16's
-// values times kFp8Scale. False where the dispatched target is not AVX2 or
-// the item does not take the dtypes or the scale.
-bool avx2_kv_row_for_test(DType kv, DType q, bool scaled, float scale, const uint8_t* src, float* dst);
+// values times kFp8Scale; `finite_kv`: the read the item makes where the
+// sequence's KV is known finite (float8_e4m3fn's NaN patterns then read
+// as numbers), else where it may hold NaN. False where the dispatched
+// target is not AVX2 or the item does not take the dtypes or the scale.
+bool avx2_kv_row_for_test(DType kv, DType q, bool scaled, float scale, bool finite_kv, const uint8_t* src,
+                          float* dst);
 
 // Test hook: e^x of n floats as the tiles' and group items' softmax
 // computes its weights on the dispatched target (tiles-inl.h, WeightExp:

@@ -116,28 +116,31 @@ struct OnlyAvx2 {
 // float8_e4m3fn's values divided by 2^8 with q and the probabilities
 // multiplied by 2^8 instead. Every pattern against the dtype model: the
 // exact value with its sign (zeros, subnormals, the largest normals), and
-// float8_e5m2's Inf and NaN. float8_e4m3fn's NaN (0x7F, 0xFF) is not one
-// of its values here, which is why the item takes finite KV only: shown
-// too, so that the item's precondition cannot go stale unseen.
+// NaN (float8_e4m3fn's 0x7F and 0xFF, float8_e5m2's) and float8_e5m2's
+// Inf. The read for KV known finite (finite_kv) does not see
+// float8_e4m3fn's NaN: shown too, so that the item's choice between the
+// two reads (SeqPlan::k_finite) cannot go stale unseen.
 TEST(FastConvert, EveryPatternOfEightBitFloatKvIsExactInTheAvx2DecodeItem) {
   const OnlyAvx2 only;
   if (!only.ok) GTEST_SKIP() << "the CPU has no AVX2";
   for (DType d : {DType::kFloat8E4M3FN, DType::kFloat8E5M2})
-    for (uint32_t b0 = 0; b0 < 256; b0 += 16) {
-      uint8_t bytes[16];
-      for (uint32_t i = 0; i < 16; ++i) bytes[i] = uint8_t(b0 + (i * 7 + 3) % 16);  // shuffled in the chunk
-      float got[16];
-      ASSERT_TRUE(avx2_kv_row_for_test(d, DType::kFloat32, false, 1.0f, bytes, got));
-      for (uint32_t i = 0; i < 16; ++i) {
-        const float want = decode(d, bytes[i]);
-        if (d == DType::kFloat8E4M3FN && std::isnan(want)) {
-          EXPECT_FALSE(std::isnan(got[i])) << "e4m3fn NaN pattern " << int(bytes[i]) << " now reads as NaN";
-          continue;
+    for (bool finite_kv : {false, true})
+      for (uint32_t b0 = 0; b0 < 256; b0 += 16) {
+        uint8_t bytes[16];
+        for (uint32_t i = 0; i < 16; ++i) bytes[i] = uint8_t(b0 + (i * 7 + 3) % 16);  // shuffled in the chunk
+        float got[16];
+        ASSERT_TRUE(avx2_kv_row_for_test(d, DType::kFloat32, false, 1.0f, finite_kv, bytes, got));
+        for (uint32_t i = 0; i < 16; ++i) {
+          const float want = decode(d, bytes[i]);
+          if (finite_kv && d == DType::kFloat8E4M3FN && std::isnan(want)) {
+            EXPECT_FALSE(std::isnan(got[i])) << "e4m3fn NaN pattern " << int(bytes[i]) << " now reads as NaN";
+            continue;
+          }
+          ASSERT_TRUE(same_value(got[i], want) && (std::isnan(want) || std::signbit(got[i]) == std::signbit(want)))
+              << dtype_name(d) << " pattern " << int(bytes[i]) << (finite_kv ? " (finite read)" : "") << ": "
+              << got[i] << " vs " << want;
         }
-        ASSERT_TRUE(same_value(got[i], want) && (std::isnan(want) || std::signbit(got[i]) == std::signbit(want)))
-            << dtype_name(d) << " pattern " << int(bytes[i]) << ": " << got[i] << " vs " << want;
       }
-    }
 }
 
 // What the AVX2 decode item computes with under k_scale / v_scale, against
@@ -168,7 +171,7 @@ TEST(FastConvert, TheAvx2DecodeItemDequantisesAsTheReference) {
       for (float scale : {0.37f, -1.7f, 3.1e-3f, 1e-39f, 2e36f, 1e30f, 0.0f, -0.0f, kInf, kNaN}) {
         for (size_t i0 = 0; i0 < bits.size(); i0 += 16) {
           float got[16];
-          if (!avx2_kv_row_for_test(d, q, true, scale, bytes.data() + i0 * eb, got)) {
+          if (!avx2_kv_row_for_test(d, q, true, scale, /*finite_kv=*/false, bytes.data() + i0 * eb, got)) {
             ASSERT_TRUE(d == DType::kFloat8E4M3FN && std::isfinite(scale) &&
                         std::fabs(scale) > std::numeric_limits<float>::max() / 256)
                 << dtype_name(d) << "->" << dtype_name(q) << " x" << scale << ": declined";
@@ -176,7 +179,6 @@ TEST(FastConvert, TheAvx2DecodeItemDequantisesAsTheReference) {
           }
           for (size_t i = 0; i < 16; ++i) {
             const float x = decode(d, bits[i0 + i]);
-            if (d == DType::kFloat8E4M3FN && std::isnan(x)) continue;  // not read as NaN: the item takes finite KV
             const float want = round_to(q, x * scale);
             ASSERT_TRUE(same_value(got[i], want)) << dtype_name(d) << "->" << dtype_name(q) << " x" << scale
                                                   << " pattern " << bits[i0 + i] << ": " << got[i] << " vs " << want;
@@ -1094,13 +1096,18 @@ TEST(FastEdges, ScoresWhoseFloat32SumsOverflowAreRecomputedExactly) {
 // masked key's probability is exactly 0, and 0 x Inf in the p.v einsum is
 // NaN, so an Inf in a masked key's V makes that one dim NaN; a NaN in an
 // attended key's V makes that dim NaN. Everything else is the clean case's
-// answer, within its bound.
+// answer, within its bound. On the dispatched target, and with Highway
+// limited to AVX2 (its decode item reads float8_e4m3fn's NaN only where
+// the sequence's KV is not known finite: LoadFp8x16's kNan).
 TEST(FastEdges, NonFiniteKvInTheDecodeItemPoisonsWhatTheReferencePoisons) {
   std::mt19937 rng(113);
   constexpr int64_t Hkv = 2, G = 4;
+  for (bool avx2 : {false, true})
   for (DType kv : {DType::kBFloat16, DType::kFloat8E4M3FN, DType::kFloat8E5M2})
     for (DType q : {DType::kFloat32, DType::kBFloat16})
       for (const Bf16Mode& mode : kBf16Modes) {
+        const OnlyAvx2 only(avx2);
+        if (avx2 && !only.ok) continue;
         TestCase c = decode_batch(rng, q, kv, Hkv, G, 1, {90, 40, 17});
         c.has_window = true;
         c.window = 30;  // seq 0 (q_span 89) masks keys 0..59, seq 1 (q_span 39) keys 0..9, seq 2 none
@@ -1128,7 +1135,7 @@ TEST(FastEdges, NonFiniteKvInTheDecodeItemPoisonsWhatTheReferencePoisons) {
           c.kv_at(page, s, 2 * 1 + 1, 20) = std::numeric_limits<float>::infinity();  // V of KV head 1
           expect_nan(1, 1, 20);
         }
-        SCOPED_TRACE(describe(c) + " " + mode.name);
+        SCOPED_TRACE(describe(c) + " " + mode.name + " on " + simd_target());
         expect_poisoned_else_within_bound(clean, run_fast(c, with_bf16_mode(mode)), [&](size_t o) {
           return nan_expected[o] ? Poisoned::kNaN : Poisoned::kNo;
         });
