@@ -39,16 +39,15 @@ Verdict judge(const Case& c, const std::string& impl, const ImplOutput& got, con
   }
   // The reference is held to its own rounding points; everything else to
   // the kernel bound against the exact truth (docs/tolerance.md), or the
-  // rounded one where the reference's own q.k overflowed.
+  // rounded one where the reference itself is off the exact truth.
   const std::vector<double> got_d(got.values.begin(), got.values.end());
+  const double u = path_unit_roundoff(a.q.dtype, a.kv_pages.dtype, !a.k_scale.is_none(), !a.v_scale.is_none());
   const std::vector<double> target =
       is_reference ? truth.values
-                   : kernel_judging_truth(got_d, truth.values, truths.rounded.values, truths.rounded.scores_off_exact);
-  const std::vector<double> bound =
-      is_reference ? reference_bound(judge_dtype, target, truths.rounded.widen)
-                   : kernel_bound(path_unit_roundoff(a.q.dtype, a.kv_pages.dtype, !a.k_scale.is_none(),
-                                                     !a.v_scale.is_none()),
-                                  target, truth.v_abs_max);
+                   : kernel_judging_truth(got_d, truth.values, truths.rounded.values, truths.rounded.scores_off_exact,
+                                          kernel_bound(u, truth.values, truth.v_abs_max));
+  const std::vector<double> bound = is_reference ? reference_bound(judge_dtype, target, truths.rounded.widen)
+                                                 : kernel_bound(u, target, truth.v_abs_max);
   // Where the reference's own float32 math is NaN or Inf, a kernel's NaN or
   // Inf is accepted too (docs/tolerance.md, "Reference overflow").
   const std::span<const double> ref_points = is_reference ? std::span<const double>() : truths.rounded.values;

@@ -125,13 +125,18 @@ ErrorSummary summarize_errors(std::span<const double> actual, std::span<const do
 
 std::vector<double> kernel_judging_truth(std::span<const double> actual, std::span<const double> exact,
                                          std::span<const double> rounded, std::span<const char> scores_off_exact,
-                                         int64_t* from_rounded) {
+                                         std::span<const double> exact_bound, int64_t* from_rounded) {
   std::vector<double> t(exact.begin(), exact.end());
   int64_t n = 0;
-  for (size_t i = 0; i < t.size() && i < scores_off_exact.size() && i < rounded.size() && i < actual.size(); ++i)
-    if (scores_off_exact[i] && (std::isnan(actual[i]) ||
-                              std::fabs(actual[i] - rounded[i]) < std::fabs(actual[i] - exact[i])))
-      t[i] = std::isnan(actual[i]) ? actual[i] : rounded[i], ++n;
+  for (size_t i = 0; i < t.size() && i < rounded.size() && i < actual.size(); ++i) {
+    const bool off = i < scores_off_exact.size() && scores_off_exact[i];
+    // False where either truth is NaN: those are judged as NaN positions.
+    const bool reference_beyond = i < exact_bound.size() && std::fabs(rounded[i] - exact[i]) > exact_bound[i];
+    if (off && std::isnan(actual[i]))
+      t[i] = actual[i], ++n;
+    else if ((off || reference_beyond) && std::fabs(actual[i] - rounded[i]) < std::fabs(actual[i] - exact[i]))
+      t[i] = rounded[i], ++n;
+  }
   if (from_rounded) *from_rounded = n;
   return t;
 }

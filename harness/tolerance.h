@@ -81,19 +81,24 @@ struct ErrorSummary {
 // exact truth's value (docs/tolerance.md, "Reference overflow"). Finite
 // outputs are judged against the truth as everywhere else.
 // The truth a kernel's output is judged against: the exact truth, except
-// on elements where the reference's own float32 q.k overflowed or its
-// scores are too large for float32 to resolve
-// (TruthOutput::scores_off_exact of the rounded truth), which take whichever
-// of the exact and the rounded truth is nearer to `actual`: there the
-// reference's semantics, not its rounding, left the exact truth, and a
-// kernel may follow either. A NaN is accepted there too: the reference's
-// float32 softmax of those scores is NaN (Inf - Inf), which only its cast
-// of the probabilities to an integer V dtype turns into 0
-// (docs/tolerance.md, "Reference overflow").
+// on elements where the reference itself is off it, which take whichever
+// of the exact and the rounded truth is nearer to `actual`:
+//  * where the reference's own float32 q.k overflowed or its scores are
+//    too large for float32 to resolve (TruthOutput::scores_off_exact of
+//    the rounded truth): there its semantics, not its rounding, left the
+//    exact truth, and a kernel may follow either. A NaN is accepted there
+//    too: the reference's float32 softmax of those scores is NaN
+//    (Inf - Inf), which only its cast of the probabilities to an integer V
+//    dtype turns into 0 (docs/tolerance.md, "Reference overflow");
+//  * where the rounded truth is farther from the exact truth than
+//    `exact_bound` (the kernel bound at the exact truth; empty: none): the
+//    reference's float32 arithmetic, which a kernel shares, fails the
+//    kernel bound there itself (close float32 scores of a few hundred
+//    weighing far-apart V rows; docs/tolerance.md, "Ill-conditioned rows").
 // `from_rounded` (if given) receives how many elements took the rounded truth.
 std::vector<double> kernel_judging_truth(std::span<const double> actual, std::span<const double> exact,
                                          std::span<const double> rounded, std::span<const char> scores_off_exact,
-                                         int64_t* from_rounded = nullptr);
+                                         std::span<const double> exact_bound, int64_t* from_rounded = nullptr);
 
 ErrorSummary summarize_errors(std::span<const float> actual, std::span<const double> truth, DType judge,
                               std::span<const double> bound, std::span<const double> reference = {});

@@ -80,11 +80,13 @@ int run(const Options& opt) {
       const double u = path_unit_roundoff(c.call.q.dtype, c.call.kv_pages.dtype, !c.call.k_scale.is_none(),
                                           !c.call.v_scale.is_none());
       int64_t from_rounded = 0;
-      truth = kernel_judging_truth(actual, truth, t.values, t.scores_off_exact, &from_rounded);
+      truth = kernel_judging_truth(actual, truth, t.values, t.scores_off_exact, kernel_bound(u, truth, t.v_abs_max),
+                                   &from_rounded);
       if (from_rounded > 0)
         std::fprintf(stderr,
                      "rpa: note: %lld elements judged against the reference's own float32 result, where its q.k "
-                     "overflowed float32 or its scores passed 2^24 (docs/tolerance.md, \"Reference overflow\")\n",
+                     "overflowed float32, its scores passed 2^24, or it is itself beyond the kernel bound "
+                     "(docs/tolerance.md, \"Reference overflow\", \"Ill-conditioned rows\")\n",
                      static_cast<long long>(from_rounded));
       bound = kernel_bound(u, truth, t.v_abs_max);
       reference_points = std::move(t.values);  // the rounded truth: where the reference itself overflows

@@ -147,18 +147,46 @@ TEST(Tolerance, KernelJudgingTruthTakesTheRoundedTruthOnlyWhereTheReferenceOverf
   const std::vector<double> actual = {1.0, 0.6, 1.0, 0.9};
   const std::vector<char> flagged = {1, 1, 0, 1};
   int64_t taken = -1;
-  const std::vector<double> t = kernel_judging_truth(actual, exact, rounded, flagged, &taken);
+  const std::vector<double> t = kernel_judging_truth(actual, exact, rounded, flagged, {}, &taken);
   EXPECT_EQ(t, (std::vector<double>{1.0, 0.6, 0.6, 1.0}));
   EXPECT_EQ(taken, 2);
-  EXPECT_EQ(kernel_judging_truth(actual, exact, rounded, {}), exact);
+  EXPECT_EQ(kernel_judging_truth(actual, exact, rounded, {}, {}), exact);
   // A NaN where the reference overflowed is taken as is; elsewhere it stays a mismatch.
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::vector<double> nans = {nan, nan}, e2 = {0.6, 0.6}, r2 = {0.0, 0.0};
   const std::vector<char> f2 = {1, 0};
-  const std::vector<double> n = kernel_judging_truth(nans, e2, r2, f2, &taken);
+  const std::vector<double> n = kernel_judging_truth(nans, e2, r2, f2, {}, &taken);
   EXPECT_TRUE(std::isnan(n[0]));
   EXPECT_EQ(n[1], 0.6);
   EXPECT_EQ(taken, 1);
+}
+
+// Where the rounded truth (the reference's own float32 arithmetic) is
+// beyond the kernel bound from the exact truth, a kernel output nearer to
+// it is judged against it; where the rounded truth is within the bound,
+// the exact truth judges as before, however near the output is to the
+// rounded one. No NaN is accepted for that reason alone, and a NaN truth
+// (which no distance compares) leaves the element to the NaN-position check.
+TEST(Tolerance, KernelJudgingTruthTakesTheRoundedTruthWhereTheReferenceItselfIsBeyondTheBound) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> exact = {9.1365, 9.1365, 9.1365, 0.5, 0.5, 0.5};
+  const std::vector<double> rounded = {9.1342, 9.1342, 9.1342, 0.5009, 0.5, nan};
+  const std::vector<double> bound = {0.002, 0.002, 0.002, 0.001, 0.001, 0.001};
+  const std::vector<double> actual = {9.1341, 9.1364, nan, 0.5009, nan, 0.5};
+  int64_t taken = -1;
+  const std::vector<double> t = kernel_judging_truth(actual, exact, rounded, {}, bound, &taken);
+  EXPECT_EQ(t[0], 9.1342);  // the reference 0.0023 off: the output follows it
+  EXPECT_EQ(t[1], 9.1365);  // the output is nearer the exact truth
+  EXPECT_EQ(t[2], 9.1365);  // NaN output: still a mismatch against the exact truth
+  EXPECT_EQ(t[3], 0.5);     // the reference within the bound: the exact truth judges
+  EXPECT_EQ(t[4], 0.5);
+  EXPECT_EQ(t[5], 0.5);  // NaN rounded truth: no distance, the exact truth stays
+  EXPECT_EQ(taken, 1);
+  // The same element judged against the exact truth fails the kernel bound, against the rounded one it passes.
+  const std::vector<double> one_actual = {actual[0]}, one_exact = {exact[0]}, one_bound = {bound[0]};
+  EXPECT_FALSE(summarize_errors(one_actual, one_exact, DType::kFloat32, one_bound).pass);
+  const std::vector<double> one_target = {t[0]};
+  EXPECT_TRUE(summarize_errors(one_actual, one_target, DType::kFloat32, one_bound).pass);
 }
 
 TEST(Tolerance, SummaryJsonIsOneObject) {
