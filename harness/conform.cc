@@ -92,7 +92,8 @@ ConformReport run_conform(const ConformOptions& o, std::ostream& progress) {
       ++t.run;
       if (v.raised) ++t.errors;
       t.case_max_ulps.push_back(v.max_ulp);
-      t.max_bound_share = std::max(t.max_bound_share, v.bound_share);
+      if (v.bound_share > t.max_bound_share || t.worst_bound_case.empty())
+        t.max_bound_share = std::max(t.max_bound_share, v.bound_share), t.worst_bound_case = c.id;
       if (v.max_ulp > t.max_ulp || t.worst_case.empty()) t.max_ulp = std::max(t.max_ulp, v.max_ulp), t.worst_case = c.id;
       if (v.ok) {
         ++t.passed;
@@ -122,12 +123,14 @@ std::string format_summary(const ConformReport& r, const ConformOptions& o) {
   std::string s = fmt::format("conform: {} cases (seed {}, shard {}/{}), {:.1f}s\n", r.cases, o.seed,
                               o.shard_index, o.shard_count, r.seconds);
   if (r.truth_rejected) s += fmt::format("  {} cases rejected by validation (not run)\n", r.truth_rejected);
-  s += fmt::format("  {:<12} {:>6} {:>7} {:>7} {:>7} {:>8} {:>10} {:>10}  {:<10} {}\n", "impl", "run", "passed", "failed",
-                   "raised", "kernel", "max ulp", "p99 ulp", "worst case", "of bound");
+  // Each worst figure beside the case it came from: the largest error in
+  // ulps and the largest share of the bound are often different cases.
+  s += fmt::format("  {:<12} {:>6} {:>7} {:>7} {:>7} {:>8} {:>10} {:<14} {:>10} {:>9} {}\n", "impl", "run", "passed",
+                   "failed", "raised", "kernel", "max ulp", "(case)", "p99 ulp", "of bound", "(case)");
   for (const auto& t : r.tallies)
-    s += fmt::format("  {:<12} {:>6} {:>7} {:>7} {:>7} {:>8} {:>10.2f} {:>10.2f}  {:<10} {:.3f}\n", t.impl, t.run,
-                     t.passed, t.failed, t.errors, t.kernel_findings, t.max_ulp, percentile(t.case_max_ulps, 0.99),
-                     t.worst_case, t.max_bound_share);
+    s += fmt::format("  {:<12} {:>6} {:>7} {:>7} {:>7} {:>8} {:>10.2f} {:<14} {:>10.2f} {:>9.3f} {}\n", t.impl, t.run,
+                     t.passed, t.failed, t.errors, t.kernel_findings, t.max_ulp, t.worst_case,
+                     percentile(t.case_max_ulps, 0.99), t.max_bound_share, t.worst_bound_case);
   if (!r.kernel_finding_cases.empty())
     s += fmt::format("  {} upstream-kernel findings (the Pallas schedule's own behaviour, see docs/tiled.md) saved\n",
                      r.kernel_finding_cases.size());
@@ -144,7 +147,8 @@ std::string report_json(const ConformReport& r, const ConformOptions& o) {
   for (const auto& t : r.tallies)
     j["impls"].push_back({{"impl", t.impl}, {"run", t.run}, {"passed", t.passed}, {"failed", t.failed},
                           {"raised", t.errors}, {"kernel_findings", t.kernel_findings}, {"max_ulp", t.max_ulp}, {"max_bound_share", t.max_bound_share},
-                          {"p99_ulp", percentile(t.case_max_ulps, 0.99)}, {"worst_case", t.worst_case}});
+                          {"p99_ulp", percentile(t.case_max_ulps, 0.99)}, {"worst_case", t.worst_case},
+                          {"worst_bound_case", t.worst_bound_case}});
   return j.dump();
 }
 

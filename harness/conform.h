@@ -48,6 +48,7 @@ struct ImplTally {
   double max_ulp = 0, max_bound_share = 0;
   std::vector<double> case_max_ulps;  // per case, for percentiles
   std::string worst_case;             // id of the case with max_ulp
+  std::string worst_bound_case;       // id of the case with max_bound_share (ulps explode near zero; this does not)
 };
 
 struct ConformReport {
