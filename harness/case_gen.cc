@@ -179,11 +179,9 @@ Case generate(Rng& rng, const std::string& id, const GenOptions& o) {
     // A mask_value small enough that masked keys keep weight (the tiled
     // emulation's known divergence over padding slots), zero, or float32's
     // lowest; sm_scale and soft_cap at their edges now and then.
-    if (rng.chance(10)) a.mask_value = PyValue::floating(rng.pick(std::vector<double>{-1.0, -20.0, -1e9, 0.0, -3.4e38}));
-    // (No huge sm_scale: scores near 1e30 swallow mask_value and every
-    // float32 rounding of them moves the weights arbitrarily, the
-    // reference's included, so the exact truth cannot judge them.)
-    if (rng.chance(3)) a.sm_scale = PyValue::floating(rng.pick(std::vector<double>{1e-40, 0.0, -1.0}));
+    if (rng.chance(10))
+      a.mask_value = PyValue::floating(rng.pick(std::vector<double>{-1.0, -20.0, -1e9, 0.0, -3.4e38, 1e30, 3e38}));
+    if (rng.chance(3)) a.sm_scale = PyValue::floating(rng.pick(std::vector<double>{1e-40, 0.0, -1.0, 1e30}));
     if (rng.chance(3)) a.soft_cap = PyValue::floating(rng.pick(std::vector<double>{1e-30, 1e30, 1e-3}));
   }
   return c;

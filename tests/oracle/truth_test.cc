@@ -429,11 +429,15 @@ TEST(Truth, ExactTruthIsWithinTheKernelBoundOfTheRoundedOne) {
       const TruthOutput exact = truth_ragged_paged_attention(c.call, q, kv, o);
       const double u = path_unit_roundoff(c.call.q.dtype, c.call.kv_pages.dtype, !c.call.k_scale.is_none(),
                                           !c.call.v_scale.is_none());
-      // Rows with every key masked differ by design (see ExactModeKeepsTheScoresOfFullyMaskedRows).
+      // Rows with every key masked differ by design (see ExactModeKeepsTheScoresOfFullyMaskedRows),
+      // and rows whose float32 scores overflowed or passed 2^24 (scores_off_exact: the generator's
+      // sm_scale 1e30 and positive mask_value) by the reference's float32 semantics.
       const auto bound = kernel_bound(u, exact.values, exact.v_abs_max);
       int64_t over = 0;
       for (size_t i = 0; i < exact.values.size(); ++i)
-        if (std::isfinite(exact.values[i]) && std::fabs(rounded.values[i] - exact.values[i]) > bound[i]) ++over;
+        if (std::isfinite(exact.values[i]) && !rounded.scores_off_exact[i] &&
+            std::fabs(rounded.values[i] - exact.values[i]) > bound[i])
+          ++over;
       EXPECT_LE(over, static_cast<int64_t>(exact.values.size() / 4)) << seed;
     } catch (const PyError&) {
     }
