@@ -1,6 +1,8 @@
 // Judging one implementation's output on one case against the truths, with the tolerance model.
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "harness/conform.h"
 #include "harness/tolerance.h"
 
@@ -40,14 +42,18 @@ Verdict judge(const Case& c, const std::string& impl, const ImplOutput& got, con
   // The reference is held to its own rounding points; everything else to
   // the kernel bound against the exact truth (docs/tolerance.md), or the
   // rounded one where the reference itself is off the exact truth.
-  const std::vector<double> got_d(got.values.begin(), got.values.end());
-  const double u = path_unit_roundoff(a.q.dtype, a.kv_pages.dtype, !a.k_scale.is_none(), !a.v_scale.is_none());
-  const std::vector<double> target =
-      is_reference ? truth.values
-                   : kernel_judging_truth(got_d, truth.values, truths.rounded.values, truths.rounded.scores_off_exact,
-                                          kernel_bound(u, truth.values, truth.v_abs_max));
-  const std::vector<double> bound = is_reference ? reference_bound(judge_dtype, target, truths.rounded.widen)
-                                                 : kernel_bound(u, target, truth.v_abs_max);
+  std::vector<double> target, bound;
+  if (is_reference) {
+    target = truth.values;
+    bound = reference_bound(judge_dtype, target, truths.rounded.widen);
+  } else {
+    const std::vector<double> got_d(got.values.begin(), got.values.end());
+    KernelJudgement k = kernel_judgement(
+        path_unit_roundoff(a.q.dtype, a.kv_pages.dtype, !a.k_scale.is_none(), !a.v_scale.is_none()), got_d,
+        truth.values, truths.rounded.values, truths.rounded.scores_off_exact, truth.v_abs_max);
+    target = std::move(k.truth);
+    bound = std::move(k.bound);
+  }
   // Where the reference's own float32 math is NaN or Inf, a kernel's NaN or
   // Inf is accepted too (docs/tolerance.md, "Reference overflow").
   const std::span<const double> ref_points = is_reference ? std::span<const double>() : truths.rounded.values;

@@ -141,6 +141,16 @@ std::vector<double> kernel_judging_truth(std::span<const double> actual, std::sp
   return t;
 }
 
+KernelJudgement kernel_judgement(double u, std::span<const double> actual, std::span<const double> exact,
+                                 std::span<const double> rounded, std::span<const char> scores_off_exact,
+                                 std::span<const double> v_abs_max) {
+  KernelJudgement k;
+  k.truth = kernel_judging_truth(actual, exact, rounded, scores_off_exact, kernel_bound(u, exact, v_abs_max),
+                                 &k.from_rounded);
+  k.bound = kernel_bound(u, k.truth, v_abs_max);
+  return k;
+}
+
 bool far_worse_than_reference(const ErrorSummary& impl, const ErrorSummary& reference) {
   const int64_t impl_mismatches = impl.nan_mismatches + impl.inf_mismatches;
   const int64_t ref_mismatches = reference.nan_mismatches + reference.inf_mismatches;

@@ -100,6 +100,20 @@ std::vector<double> kernel_judging_truth(std::span<const double> actual, std::sp
                                          std::span<const double> rounded, std::span<const char> scores_off_exact,
                                          std::span<const double> exact_bound, int64_t* from_rounded = nullptr);
 
+// How a kernel's output is judged, in one place for `rpa conform` and
+// `rpa compare --bound kernel`: the truth from kernel_judging_truth (with
+// the kernel bound at the exact truth deciding where the reference itself
+// is beyond it), and the kernel bound at that truth. `u`:
+// path_unit_roundoff; `rounded`, `scores_off_exact`: of the rounded truth;
+// `v_abs_max`: max |V| over each element's keys.
+struct KernelJudgement {
+  std::vector<double> truth, bound;
+  int64_t from_rounded = 0;  // elements that took the rounded truth
+};
+KernelJudgement kernel_judgement(double u, std::span<const double> actual, std::span<const double> exact,
+                                 std::span<const double> rounded, std::span<const char> scores_off_exact,
+                                 std::span<const double> v_abs_max);
+
 ErrorSummary summarize_errors(std::span<const float> actual, std::span<const double> truth, DType judge,
                               std::span<const double> bound, std::span<const double> reference = {});
 ErrorSummary summarize_errors(std::span<const double> actual, std::span<const double> truth, DType judge,

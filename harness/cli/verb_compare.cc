@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "harness/case.h"
 #include "harness/cli/verb.h"
@@ -79,16 +80,15 @@ int run(const Options& opt) {
     if (opt.bound == "kernel") {
       const double u = path_unit_roundoff(c.call.q.dtype, c.call.kv_pages.dtype, !c.call.k_scale.is_none(),
                                           !c.call.v_scale.is_none());
-      int64_t from_rounded = 0;
-      truth = kernel_judging_truth(actual, truth, t.values, t.scores_off_exact, kernel_bound(u, truth, t.v_abs_max),
-                                   &from_rounded);
-      if (from_rounded > 0)
+      KernelJudgement k = kernel_judgement(u, actual, truth, t.values, t.scores_off_exact, t.v_abs_max);
+      if (k.from_rounded > 0)
         std::fprintf(stderr,
                      "rpa: note: %lld elements judged against the reference's own float32 result, where its q.k "
                      "overflowed float32, its scores passed 2^24, or it is itself beyond the kernel bound "
                      "(docs/tolerance.md, \"Reference overflow\", \"Ill-conditioned rows\")\n",
-                     static_cast<long long>(from_rounded));
-      bound = kernel_bound(u, truth, t.v_abs_max);
+                     static_cast<long long>(k.from_rounded));
+      truth = std::move(k.truth);
+      bound = std::move(k.bound);
       reference_points = std::move(t.values);  // the rounded truth: where the reference itself overflows
     } else {
       bound = reference_bound(*judge, truth, t.widen);

@@ -52,10 +52,10 @@ namespace rpa::fast::HWY_NAMESPACE {
 
 #if HWY_TARGET == HWY_AVX2
 
-// Whether the AVX2 item runs a group item of `s`. With k_scale or v_scale only for float32 and bfloat16 q: the reference
-// dequantises to q's dtype (kernel.py:124-129), the float32 product
-// x * scale (Avx2Multipliers) that for bfloat16 q is then rounded
-// (KvDequant).
+// Whether the AVX2 item runs a group item of `s`. With k_scale or v_scale
+// only for float32 and bfloat16 q: the reference dequantises to q's dtype
+// (kernel.py:124-129), the float32 product x * scale (Avx2Multipliers)
+// that for bfloat16 q is then rounded (KvDequant).
 inline bool Avx2GroupTakes(const KernelCtx& c, const SeqPlan& s) {
   const bool dtype_ok = c.kv_dtype == DType::kFloat32 || c.kv_dtype == DType::kBFloat16 ||
                         c.kv_dtype == DType::kFloat8E5M2 || c.kv_dtype == DType::kFloat8E4M3FN;
