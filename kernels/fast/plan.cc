@@ -90,7 +90,7 @@ bool q_rows_allow_skip(const KernelCtx& c, const SeqPlan& s, double kmax, int64_
   const int64_t D = c.head_dim, span = (h1 - h0) * D;
   uint32_t bits = 0;
   for (int64_t t = t0; t < t1; ++t) {
-    bits = std::max(bits, max_abs_bits(c.q + ((s.q_row0 + t) * c.num_q_heads + h0) * D, span));
+    bits = std::max(bits, max_abs_bits(QHeadRow(c, s, t, h0), span));
   }
   if (bits >= 0x7F800000u) return false;
   const float qmax = std::bit_cast<float>(bits);
@@ -98,7 +98,7 @@ bool q_rows_allow_skip(const KernelCtx& c, const SeqPlan& s, double kmax, int64_
   double q1max = 0;
   for (int64_t t = t0; t < t1; ++t)
     for (int64_t h = h0; h < h1; ++h) {
-      const float* q = c.q + ((s.q_row0 + t) * c.num_q_heads + h) * D;
+      const float* q = QHeadRow(c, s, t, h);
       double a = 0;
       for (int64_t d = 0; d < D; ++d) a += std::fabs(double(q[d]));
       q1max = std::max(q1max, a);
@@ -411,7 +411,7 @@ void merge_partials(const Plan& plan) {
           for (int64_t d = 0; d < D; ++d) acc[size_t(d)] += w == 0.0 ? 0.0 * part[2 + d] : w * part[2 + d];
         }
         const int64_t t = r / G, qh = (sp.kv_head + h) * G + r % G;
-        float* dst = c.out + ((s.out_row0 + t) * c.num_q_heads + qh) * D;
+        float* dst = OutHeadRow(c, s, t, qh);
         for (int64_t d = 0; d < D; ++d)
           dst[d] = nan ? std::numeric_limits<float>::quiet_NaN()
                        : s.num_keys == 0 ? 0.0f : static_cast<float>(acc[size_t(d)] / l);

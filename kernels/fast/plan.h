@@ -73,6 +73,15 @@ struct KernelCtx {
   bool decode_item = false;
 };
 
+// Token t's row of q head h in `s`, and where its output row goes: the one
+// place that knows both buffers' [tokens, num_q_heads, head_dim] layout.
+inline const float* QHeadRow(const KernelCtx& c, const SeqPlan& s, int64_t t, int64_t h) {
+  return c.q + ((s.q_row0 + t) * c.num_q_heads + h) * c.head_dim;
+}
+inline float* OutHeadRow(const KernelCtx& c, const SeqPlan& s, int64_t t, int64_t h) {
+  return c.out + ((s.out_row0 + t) * c.num_q_heads + h) * c.head_dim;
+}
+
 // A unit of parallel work on one sequence. Row rho of a KV head is
 // (token rho / group, q head kv_head * group + rho % group).
 //  * tile (group == false): rows [row0, row1) of KV head kv_head, every key;

@@ -270,7 +270,7 @@ HWY_INLINE VF SoftCap(DF df, VF x, VF cap) {
 // Token t's output rows of KV head g's q heads: `group` rows of head_dim
 // floats, one after another.
 inline float* OutRows(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t t) {
-  return c.out + ((s.out_row0 + t) * c.num_q_heads + g * c.group) * c.head_dim;
+  return OutHeadRow(c, s, t, g * c.group);
 }
 
 // Writes row `rho` of a tile: O / l cast to q's dtype, or zeros for a
@@ -300,7 +300,7 @@ inline void WriteRow(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t rh
 
 inline const float* QRow(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t rho_global) {
   const int64_t G = c.group;
-  return c.q + ((s.q_row0 + rho_global / G) * c.num_q_heads + g * G + rho_global % G) * c.head_dim;
+  return QHeadRow(c, s, rho_global / G, g * G + rho_global % G);
 }
 
 struct TileKeys {
