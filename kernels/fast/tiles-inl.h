@@ -220,18 +220,24 @@ HWY_INLINE void PVChunk(float* HWY_RESTRICT o, size_t Dp, const float* alpha, co
 // across the groups. Sixteen accumulators: 4 rows x 4 vectors for the
 // few-row tiles, 8 rows x 2 vectors where there are rows to spare (fewer
 // vector loads of V per FMA: measured 20-30% faster on AVX-512).
-template <int kRows, DType kRow, bool kScaled>
+// kDVWide: head-dim vectors per chunk where not the default (16 / kRows
+// accumulators, 8 / kRows on AVX2).
+template <int kRows, DType kRow, bool kScaled, int kDVWide = 0>
 HWY_INLINE void PVRowsScaled(float* HWY_RESTRICT o, size_t Dp, const float* alpha, const float* HWY_RESTRICT p,
                              size_t pstride, int64_t nb, const uint8_t* const* vrow, const RowRead& rd,
                              size_t rows = kRows) {
   // 16 accumulators leave no register for V on AVX2 (16 registers): they
   // spilled, and a 1-thread warm decode took 4.14 ms against 3.16 with 8.
-  constexpr int kDV = (kNarrowSimd ? 8 : 16) / kRows;
+  constexpr int kDV = kDVWide > 0 ? kDVWide : (kNarrowSimd ? 8 : 16) / kRows;
   const size_t nv = Dp / hn::Lanes(DF());
   size_t v0 = 0;
-  for (; v0 + kDV <= nv; v0 += kDV)
+  for (; v0 + kDV <= nv && !(kDV == 3 && nv - v0 == 4); v0 += kDV)
     for (size_t r0 = 0; r0 < rows; r0 += kRows)
       PVChunk<kRows, kRow, kScaled, kDV>(o + r0 * Dp, Dp, alpha + r0, p + r0, pstride, nb, vrow, rd, v0);
+  if constexpr (kDV == 3)  // 3 + ... + 3 + 2 + 2 where nv = 1 mod 3: no 4 x 1 chunk, whose 4 FMA chains wait on latency
+    for (; v0 + 2 <= nv; v0 += 2)
+      for (size_t r0 = 0; r0 < rows; r0 += kRows)
+        PVChunk<kRows, kRow, kScaled, 2>(o + r0 * Dp, Dp, alpha + r0, p + r0, pstride, nb, vrow, rd, v0);
   for (; v0 < nv; ++v0)
     for (size_t r0 = 0; r0 < rows; r0 += kRows)
       PVChunk<kRows, kRow, kScaled, 1>(o + r0 * Dp, Dp, alpha + r0, p + r0, pstride, nb, vrow, rd, v0);
@@ -249,12 +255,22 @@ HWY_INLINE void PVRows(float* HWY_RESTRICT o, size_t Dp, const float* alpha, con
 // group by row group, each sweeping the whole block again (32 KiB of
 // float32 V at head_dim 128, Zen 3's whole L1). The same sums in the same
 // order per element either way.
+//
+// On AVX2 4 rows x 3 vectors (twelve FMA chains, as q.k's 3 x 4; 3 V loads
+// and 4 broadcasts per 12 FMAs) where 4 x 2 left the two FMA pipes no
+// slack over their 4-cycle latency (8 chains; 6 loads per 8 FMAs). Zen 3
+// guest, prefill float32, one thread, warm (fast_bench, minimum of 3 calls
+// per round, 10-12 alternated rounds on a busy host): minimum 77-82
+// against 79-102 ms, median 86-100 against 101-118 ms; mixed float32 55.3 /
+// 59.5 against 54.9 / 65.7 ms (minimum / median).
+template <int kRows>
+inline constexpr int kTilePVVectors = kNarrowSimd && kRows == 4 ? 3 : 0;
 template <int kRows, bool kChunkOuter>
 HWY_INLINE void PVTileRows(float* HWY_RESTRICT o, size_t Dp, const float* alpha, const float* HWY_RESTRICT p,
                            size_t pstride, int64_t nb, const uint8_t* const* vrow, size_t rows) {
   const RowRead rd{};
   if constexpr (kChunkOuter) {
-    PVRowsScaled<kRows, DType::kFloat32, false>(o, Dp, alpha, p, pstride, nb, vrow, rd, rows);
+    PVRowsScaled<kRows, DType::kFloat32, false, kTilePVVectors<kRows>>(o, Dp, alpha, p, pstride, nb, vrow, rd, rows);
   } else {
     for (size_t r0 = 0; r0 < rows; r0 += kRows)
       PVRowsScaled<kRows, DType::kFloat32, false>(o + r0 * Dp, Dp, alpha + r0, p + r0, pstride, nb, vrow, rd);
@@ -692,9 +708,10 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
   }
   float* o = sc.o.get();
   // Rows of PV's register block: 8 where the tile's row vectors hold them;
-  // 4 with 16 registers (AVX2), where PVRowsScaled then keeps 4 rows x 2
+  // 4 with 16 registers (AVX2), where PVRowsScaled kept 4 rows x 2
   // vectors: 6 loads per 8 FMAs instead of 8 x 1's 9 (float32 prefill, one
-  // thread, warm: 72-77 against 75-82 ms, the same runs as kQKKeys').
+  // thread, warm: 72-77 against 75-82 ms, the same runs as kQKKeys'); now
+  // 4 x 3 (kTilePVVectors).
   constexpr int kPVRows = kNarrowSimd ? 4 : 8;
   // Chunk-outer p.v on AVX2: prefill float32, one thread, warm (fast_bench,
   // minimum of 15-20 calls, ten interleaved rounds on the Zen 3 guest),
