@@ -181,7 +181,7 @@ Case generate(Rng& rng, const std::string& id, const GenOptions& o) {
     // lowest; sm_scale and soft_cap at their edges now and then.
     if (rng.chance(10))
       a.mask_value = PyValue::floating(rng.pick(std::vector<double>{-1.0, -20.0, -1e9, 0.0, -3.4e38, 1e30, 3e38}));
-    if (rng.chance(3)) a.sm_scale = PyValue::floating(rng.pick(std::vector<double>{1e-40, 0.0, -1.0, 1e30}));
+    if (rng.chance(3)) a.sm_scale = PyValue::floating(rng.pick(std::vector<double>{1e-40, 0.0, -1.0, 1e30, 1e37}));
     if (rng.chance(3)) a.soft_cap = PyValue::floating(rng.pick(std::vector<double>{1e-30, 1e30, 1e-3}));
   }
   return c;

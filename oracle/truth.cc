@@ -126,6 +126,9 @@ void attend_rounded(const ReferencePlan& p, const SeqPlan& s, int64_t g, const f
       // operations, each exact then rounded, as IEEE defines them (:133-143).
       float m = -std::numeric_limits<float>::infinity();
       bool any_nan = false, off_exact = false;
+      // Whether every exact score of the row is finite: finite dots, and a
+      // finite sm_scale, soft_cap and (on masked keys) mask_value.
+      bool exact_scores_finite = std::isfinite(o.sm_scale) && (!o.has_soft_cap || std::isfinite(o.soft_cap));
       for (int64_t c = 0; c < C; ++c) {
         const double* kc = &b.k[c * D];
         const DoubleSum dot = double_dot(qv.data(), kc, D);
@@ -133,9 +136,11 @@ void attend_rounded(const ReferencePlan& p, const SeqPlan& s, int64_t g, const f
         // The dot of finite q and K passed float32's range where the exact
         // one (a double: |q.k| < 2^128 * 2^128 * D) did not.
         if (std::isinf(x) && std::isfinite(dot.sum)) off_exact = true;
+        const bool masked = is_masked(p, s, r, c);
+        exact_scores_finite = exact_scores_finite && std::isfinite(dot.sum) && (!masked || std::isfinite(o.mask_value));
         x = x * o.sm_scale;
         if (o.has_soft_cap) x = o.soft_cap * tanh_f32(x / o.soft_cap, nf);
-        x = x + (is_masked(p, s, r, c) ? o.mask_value : 0.0f);
+        x = x + (masked ? o.mask_value : 0.0f);
         score[c] = x;
         if (std::isnan(x)) any_nan = true;
         else if (x > m) m = x;
@@ -145,6 +150,13 @@ void attend_rounded(const ReferencePlan& p, const SeqPlan& s, int64_t g, const f
       // weights by e or more: the reference's softmax is then a different
       // function of the scores than the exact one, not a rounding of it.
       if (std::isfinite(m) && std::fabs(m) >= kFloat32ScoresUnresolved) off_exact = true;
+      // The extreme of the same: a float32 score past float32's range (q.k
+      // times an sm_scale of 1e36, say, or a masked score below
+      // -3.4e38 on a row whose every key is masked) where every exact
+      // score is finite. The reference's softmax of the row is then NaN
+      // (Inf - Inf), which its cast to an integer V dtype turns into 0
+      // (kernel.py:142); the exact softmax is finite.
+      if (C > 0 && !std::isfinite(m) && exact_scores_finite) off_exact = true;
       if (any_nan) m = std::numeric_limits<float>::quiet_NaN();
       // Softmax (functions.py:621-624): exp of the float32 difference, the
       // exact sum rounded to float32, a float32 division, the cast to V.

@@ -232,6 +232,34 @@ TEST(Truth, FlagsRowsWhoseFloat32ScoresCannotBeResolved) {
   }
 }
 
+// Two equal scores of 100 times sm_scale 1e37: float32 takes both to Inf,
+// the reference's softmax is NaN (Inf - Inf) and its cast of the
+// probabilities to int8 V gives 0, so its row is 0; the exact softmax
+// weighs the two keys alike, (5 + 7) / 2 = 6. The rounded truth flags the
+// row; with sm_scale 1e30 (scores 1e32, no overflow; past 2^24, so still
+// flagged) and 1e-2 (scores 1, not flagged) the same keys are controls.
+// Found by a hand-made case after the conform generator's sm_scale 1e30
+// draw (docs/tolerance.md, "Reference overflow").
+TEST(Truth, FlagsRowsWhoseScaledFloat32ScoresOverflow) {
+  for (const double sm : {1e37, 1e30, 1e-2}) {
+    Attn t = one_sequence(DType::kFloat32, DType::kInt8, 1, 2, 2);
+    t.a.sm_scale = PyValue::floating(sm);
+    t.qv(0, 0, 0) = 1;
+    t.key(0, 0, 0, true, 0) = 100, t.key(0, 0, 0, false, 0) = 5;  // key 0: K = (100, 0), V = (5, 0)
+    t.key(0, 1, 0, true, 0) = 100, t.key(0, 1, 0, false, 0) = 7;  // key 1: K = (100, 0), V = (7, 0)
+    TruthOptions o;
+    const TruthOutput rounded = truth_ragged_paged_attention(t.a, t.q, t.kv, o);
+    o.mode = TruthMode::kExact;
+    const TruthOutput exact = truth_ragged_paged_attention(t.a, t.q, t.kv, o);
+    ASSERT_EQ(rounded.scores_off_exact.size(), 2u);
+    EXPECT_EQ(exact.values[0], 6.0) << sm;
+    EXPECT_EQ(rounded.scores_off_exact[0], sm > 1 ? 1 : 0) << sm;
+    if (sm > 1e36) {
+      EXPECT_EQ(rounded.values[0], 0.0);  // NaN probabilities cast to int8 0
+    }
+  }
+}
+
 TEST(Truth, ExactModeKeepsTheScoresOfFullyMaskedRows) {
   // Every key masked (q_len 2 > kv_len 1 ... row 0): the rounded truth, like
   // the reference, averages V (score + mask rounds to the mask); the exact
