@@ -189,6 +189,13 @@ inline constexpr bool kNarrowSimd = hn::MaxLanes(DF()) <= 8;
 // similar exponential measured within the noise (docs/fast_kernel.md).
 HWY_INLINE VF WeightExp(DF df, VF x) { return ExpFast(df, x); }
 
+// e^(s - m - shift) (SeqPlan::p_shift) as (s - m) - shift: m + shift
+// first loses the shift where |m| is large - a positive mask_value of 3e38
+// puts a row's running max there - and O = sum p V then overflows to Inf
+// where V is near float32's largest (conform: mask_value 3e38 with v_scale
+// 1e38, gen-501476 of seed 500000).
+HWY_INLINE VF ShiftedWeight(DF df, VF s, VF m_use, VF shift) { return WeightExp(df, hn::Sub(hn::Sub(s, m_use), shift)); }
+
 // o[r][:] = o[r][:] * alpha[r] + sum_j p[j * pstride + r] * vrow[j][:] for
 // r < kRows, over head-dim vectors [v0, v0 + kDV).
 template <int kRows, DType kRow, bool kScaled, int kDV>
@@ -474,11 +481,11 @@ HWY_INLINE void BlockSoftmaxB(const KernelCtx& c, float* HWY_RESTRICT st, size_t
     const VF m_use = hn::IfThenZeroElse(hn::Eq(m_new, neg_inf), m_new);
     const VF a = ExpKeepNaN(df, hn::Sub(m[rv], m_use));
     hn::Store(a, df, alpha + rv * N);
-    const VF m_p = hn::Add(m_use, hn::Set(df, p_shift));
+    const VF shift = hn::Set(df, p_shift);
     VF ls = hn::Zero(df);
     for (int64_t j = 0; j < nbp; ++j) {
       float* sp = st + j * RP + rv * N;
-      const VF p = WeightExp(df, hn::Sub(hn::Load(df, sp), m_p));
+      const VF p = ShiftedWeight(df, hn::Load(df, sp), m_use, shift);
       hn::Store(p, df, sp);
       ls = hn::Add(ls, p);
     }
@@ -905,10 +912,10 @@ inline void GroupBlockSoftmax(const KernelCtx& c, const GroupState& g, int64_t h
   const VF a = ExpKeepNaN(df, hn::Sub(m_old, m_use));
   hn::Store(m_new, df, mh);
   hn::Store(a, df, alpha);
-  const VF m_p = hn::Add(m_use, hn::Set(df, g.p_shift));
+  const VF shift = hn::Set(df, g.p_shift);
   VF ls = hn::Zero(df);
   for (int64_t j0 = 0; j0 < npad; j0 += KG) {
-    const VF pv = WeightExp(df, hn::Sub(hn::Load(df, sg + j0 * 4), m_p));
+    const VF pv = ShiftedWeight(df, hn::Load(df, sg + j0 * 4), m_use, shift);
     hn::Store(pv, df, sg + j0 * 4);
     ls = hn::Add(ls, pv);
   }

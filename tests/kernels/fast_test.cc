@@ -1064,6 +1064,26 @@ TEST(FastEdges, VNearFloat32sLargestDoesNotOverflowTheAccumulator) {
                               });
 }
 
+// The same V under a positive mask_value of 3e38 with every score 0
+// (sm_scale 0) and a sliding window of 8: the masked keys' scores are 3e38,
+// so is each row's running max, and the weights' shift (p_shift, about 8)
+// must not be lost in m + shift - where it was, O passed 3.4e38 and rows
+// came out Inf (conform, mask_value 3e38 with v_scale 1e38: gen-501476 of
+// seed 500000). Each row is the mean of its masked keys' V (of every key
+// where none is masked), in float32 as in the exact math.
+TEST(FastEdges, VNearFloat32sLargestUnderAPositiveMaskValueDoesNotOverflow) {
+  std::mt19937 rng(2027);
+  expect_batches_within_bound(rng, {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN, DType::kInt8},
+                              {300, 64, 5}, [](TestCase& c) {
+                                c.has_v_scale = true;
+                                c.v_scale = 0x1p124f;
+                                c.mask_value = 3e38f;
+                                c.sm_scale = 0.0f;
+                                c.has_window = true;
+                                c.window = 8;
+                              });
+}
+
 // K near float32's largest values whose exact q.k is 0: k_scale 2^127 on
 // K rows (r, -r, r', -r', ...) with r in {+-1, +-0.5}, and q rows (a, a, b,
 // b, ...). The reference's einsum is exact and then rounded (kernel.py:131):
