@@ -1055,13 +1055,21 @@ void expect_batches_within_bound(std::mt19937& rng, std::initializer_list<DType>
 // would pass 3.4e38 before the division by l unless the weights are scaled
 // down with it (SeqPlan::p_shift). Every KV dtype the scale applies to;
 // the float64 math has the range.
-TEST(FastEdges, VNearFloat32sLargestDoesNotOverflowTheAccumulator) {
-  std::mt19937 rng(2026);
+// Batches of every KV dtype the scale applies to, over 300, 64 and 5 keys,
+// with V near float32's largest, each case further adjusted by `setup`.
+template <class Setup>
+void expect_large_v_batches_within_bound(uint32_t seed, Setup setup) {
+  std::mt19937 rng(seed);
   expect_batches_within_bound(rng, {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN, DType::kInt8},
-                              {300, 64, 5}, [](TestCase& c) {
+                              {300, 64, 5}, [&](TestCase& c) {
                                 c.has_v_scale = true;
                                 c.v_scale = 0x1p124f;
+                                setup(c);
                               });
+}
+
+TEST(FastEdges, VNearFloat32sLargestDoesNotOverflowTheAccumulator) {
+  expect_large_v_batches_within_bound(2026, [](TestCase&) {});
 }
 
 // The same V under a positive mask_value of 3e38 with every score 0
@@ -1072,16 +1080,12 @@ TEST(FastEdges, VNearFloat32sLargestDoesNotOverflowTheAccumulator) {
 // seed 500000). Each row is the mean of its masked keys' V (of every key
 // where none is masked), in float32 as in the exact math.
 TEST(FastEdges, VNearFloat32sLargestUnderAPositiveMaskValueDoesNotOverflow) {
-  std::mt19937 rng(2027);
-  expect_batches_within_bound(rng, {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN, DType::kInt8},
-                              {300, 64, 5}, [](TestCase& c) {
-                                c.has_v_scale = true;
-                                c.v_scale = 0x1p124f;
-                                c.mask_value = 3e38f;
-                                c.sm_scale = 0.0f;
-                                c.has_window = true;
-                                c.window = 8;
-                              });
+  expect_large_v_batches_within_bound(2027, [](TestCase& c) {
+    c.mask_value = 3e38f;
+    c.sm_scale = 0.0f;
+    c.has_window = true;
+    c.window = 8;
+  });
 }
 
 // K near float32's largest values whose exact q.k is 0: k_scale 2^127 on
