@@ -1049,12 +1049,6 @@ void expect_batches_within_bound(std::mt19937& rng, std::initializer_list<DType>
         }
 }
 
-// V near float32's largest values (v_scale 2^124 on |V| up to 2): the
-// reference's softmax weights are normalised before p.v (kernel.py:142-145),
-// so its output stays finite; a flash-style O = sum e^(s - m) V over 300 keys
-// would pass 3.4e38 before the division by l unless the weights are scaled
-// down with it (SeqPlan::p_shift). Every KV dtype the scale applies to;
-// the float64 math has the range.
 // Batches of every KV dtype the scale applies to, over 300, 64 and 5 keys,
 // with V near float32's largest, each case further adjusted by `setup`.
 template <class Setup>
@@ -1068,6 +1062,12 @@ void expect_large_v_batches_within_bound(uint32_t seed, Setup setup) {
                               });
 }
 
+// V near float32's largest values (v_scale 2^124 on |V| up to 2): the
+// reference's softmax weights are normalised before p.v (kernel.py:142-145),
+// so its output stays finite; a flash-style O = sum e^(s - m) V over 300 keys
+// would pass 3.4e38 before the division by l unless the weights are scaled
+// down with it (SeqPlan::p_shift). Every KV dtype the scale applies to;
+// the float64 math has the range.
 TEST(FastEdges, VNearFloat32sLargestDoesNotOverflowTheAccumulator) {
   expect_large_v_batches_within_bound(2026, [](TestCase&) {});
 }
