@@ -8,20 +8,9 @@
 // the target aborts, so `rpa run-case FILE --impl IMPL` replays it without
 // the fuzzer; the input itself, added to corpus/fuzz/kernel_diff/, becomes
 // a regression test (CaseGen.KernelDiffCorpusPasses).
-#include <cstdio>
-#include <cstdlib>
-
-#include "harness/conform.h"
 #include "harness/kernel_diff.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const rpa::Case c = rpa::kernel_diff_case(data, size);
-  const auto failure = rpa::kernel_diff_failure(c);
-  if (!failure) return 0;
-  const char* dir = std::getenv("RPA_FUZZ_OUT");
-  const std::string path = rpa::save_reproducer(dir && *dir ? dir : "kernel-diff-findings", c, failure->impl,
-                                                failure->detail);
-  std::fprintf(stderr, "kernel_diff: %s failed on %s: %s (saved %s)\n", failure->impl.c_str(), c.id.c_str(),
-               failure->detail.c_str(), path.c_str());
-  std::abort();
+  rpa::kernel_diff_or_abort(rpa::kernel_diff_case(data, size));
+  return 0;
 }

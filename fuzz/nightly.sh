@@ -3,7 +3,7 @@
 # Usage: fuzz/nightly.sh [SECONDS_PER_TARGET] [OUT_DIR]
 # New inputs go to a scratch folder (listed first, so libFuzzer writes there); the checked-in corpus
 # under corpus/fuzz/<target>/ is read after it. Crashes are saved under OUT_DIR/<target>/ before anything is reported;
-# kernel_diff also saves each failing case as a case file under OUT_DIR/kernel_diff/cases/.
+# kernel_diff and kernel_diff_large also save each failing case as a case file under OUT_DIR/<target>/cases/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 budget=${1:-600}
@@ -23,9 +23,9 @@ for bin in build-fuzz/fuzz/*_fuzz; do
   [ "$target" = case_parse ] && flags=(-dict=fuzz/case.dict)
   # kernel_diff: inputs as long as a whole case's choices from the start (docs/fuzzing.md: 150 s reached
   # 3999 edges this way against 3748 in 300 s with libFuzzer's slowly growing length limit).
-  [ "$target" = kernel_diff ] && flags=(-len_control=0 -max_len=128)
+  case $target in kernel_diff*) flags=(-len_control=0 -max_len=128) ;; esac
   echo "== $name for ${budget}s"
-  # kernel_diff saves each failing case as a case file here before it aborts (replay: rpa run-case FILE --impl IMPL).
+  # kernel_diff* save each failing case as a case file here before it aborts (replay: rpa run-case FILE --impl IMPL).
   if ! RPA_FUZZ_OUT="$out/$target/cases" "$bin" -max_total_time="$budget" -print_final_stats=1 -artifact_prefix="$crashes/" "${flags[@]}" \
        "$scratch" "corpus/fuzz/$target" 2>"$out/$target/log.txt"; then
     status=1

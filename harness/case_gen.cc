@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -84,7 +85,7 @@ Case generate(Rng& rng, const std::string& id, const GenOptions& o) {
   const int64_t kv_heads = o.tileable_heads ? rng.pick(tileable_kv_heads(kv_dtype)) : rng.between(1, 3);
   const int64_t ratio = rng.pick(std::vector<int64_t>{1, 2, 4});
   const int64_t q_heads = kv_heads * ratio;
-  const int64_t head_dim = rng.between(1, std::max(1, o.max_head_dim));
+  const int64_t head_dim = o.head_dims.empty() ? rng.between(1, std::max(1, o.max_head_dim)) : rng.pick(o.head_dims);
   const int64_t page_size = rng.pick(std::vector<int64_t>{1, 2, 4, 8, 16});
 
   const int64_t num_seqs = rng.between(1, std::max(1, o.max_seqs));
@@ -189,9 +190,31 @@ Case generate(Rng& rng, const std::string& id, const GenOptions& o) {
 
 }  // namespace
 
+GenOptions gen_shapes(std::string_view name) {
+  GenOptions o;
+  if (name == "small") return o;
+  if (name == "large") {
+    o.name = "large";
+    o.max_seqs = 4;
+    o.max_q_len = 24;
+    o.max_kv_len = 200;
+    // Multiples of 64 (the AVX-512 decode item), of 16 (the AVX2 one, the
+    // tiles' full vectors), and 136 (a tail of 8 past the vectors).
+    o.head_dims = {64, 128, 256, 32, 48, 80, 96, 136};
+    o.max_head_dim = 256;
+    return o;
+  }
+  throw std::invalid_argument(fmt::format("unknown shapes '{}' (small, large)", name));
+}
+
+const std::vector<std::string>& gen_shape_names() {
+  static const std::vector<std::string> names = {"small", "large"};
+  return names;
+}
+
 Case random_case(uint64_t seed, const GenOptions& o) {
   Rng rng(seed);
-  return generate(rng, "gen-" + std::to_string(seed), o);
+  return generate(rng, o.name == "small" ? fmt::format("gen-{}", seed) : fmt::format("gen-{}-{}", o.name, seed), o);
 }
 
 Case random_case_from_bytes(const uint8_t* data, size_t size, const GenOptions& o) {

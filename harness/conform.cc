@@ -120,8 +120,8 @@ ConformReport run_conform(const ConformOptions& o, std::ostream& progress) {
 }
 
 std::string format_summary(const ConformReport& r, const ConformOptions& o) {
-  std::string s = fmt::format("conform: {} cases (seed {}, shard {}/{}), {:.1f}s\n", r.cases, o.seed,
-                              o.shard_index, o.shard_count, r.seconds);
+  std::string s = fmt::format("conform: {} cases (seed {}, shard {}/{}, shapes {}), {:.1f}s\n", r.cases, o.seed,
+                              o.shard_index, o.shard_count, o.gen.name, r.seconds);
   if (r.truth_rejected) s += fmt::format("  {} cases rejected by validation (not run)\n", r.truth_rejected);
   // Each worst figure beside the case it came from: the largest error in
   // ulps and the largest share of the bound are often different cases.
@@ -141,7 +141,7 @@ std::string format_summary(const ConformReport& r, const ConformOptions& o) {
 }
 
 std::string report_json(const ConformReport& r, const ConformOptions& o) {
-  nlohmann::json j = {{"cases", r.cases}, {"seed", o.seed}, {"shard", {o.shard_index, o.shard_count}},
+  nlohmann::json j = {{"cases", r.cases}, {"seed", o.seed}, {"shard", {o.shard_index, o.shard_count}}, {"shapes", o.gen.name},
                       {"truth_rejected", r.truth_rejected}, {"seconds", r.seconds},
                       {"reproducers", r.reproducers}, {"kernel_findings", r.kernel_finding_cases}};
   for (const auto& t : r.tallies)

@@ -1,6 +1,8 @@
 // The kernel_diff check behind harness/kernel_diff.h.
 #include "harness/kernel_diff.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "harness/conform.h"
@@ -33,6 +35,29 @@ std::optional<DiffFailure> kernel_diff_failure(const Case& c) {
 
 Case kernel_diff_case(const uint8_t* data, size_t size) {
   return random_case_from_bytes(data, size, kernel_diff_shapes());
+}
+
+GenOptions kernel_diff_large_shapes() {
+  GenOptions g = kernel_diff_shapes();
+  g.max_kv_len = 80;  // five 16-key blocks of the AVX-512 decode item, three of its 32-key 8-bit blocks
+  g.head_dims = {64, 128, 32, 48, 80, 136};
+  g.max_head_dim = 136;
+  return g;
+}
+
+Case kernel_diff_large_case(const uint8_t* data, size_t size) {
+  return random_case_from_bytes(data, size, kernel_diff_large_shapes());
+}
+
+void kernel_diff_or_abort(const Case& c) {
+  const auto failure = kernel_diff_failure(c);
+  if (!failure) return;
+  const char* dir = std::getenv("RPA_FUZZ_OUT");
+  const std::string path =
+      save_reproducer(dir && *dir ? dir : "kernel-diff-findings", c, failure->impl, failure->detail);
+  std::fprintf(stderr, "kernel_diff: %s failed on %s: %s (saved %s)\n", failure->impl.c_str(), c.id.c_str(),
+               failure->detail.c_str(), path.c_str());
+  std::abort();
 }
 
 }  // namespace rpa

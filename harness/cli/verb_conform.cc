@@ -16,6 +16,7 @@ struct Args {
   std::string shard = "0/1";
   std::string impls = "oracle,tiled,fast";
   std::string json_out;
+  std::string shapes = "small";
 };
 
 int run(Args& a) {
@@ -39,6 +40,7 @@ int run(Args& a) {
       std::cerr << "rpa conform: unknown implementation '" << name << "' (see rpa run-case --help)\n";
       return kExitBadInput;
     }
+  a.o.gen = gen_shapes(a.shapes);  // the name is checked by CLI11
   ConformReport r = run_conform(a.o, std::cerr);
   std::cout << format_summary(r, a.o);
   if (!a.json_out.empty()) write_file_atomic(a.json_out, report_json(r, a.o) + "\n");
@@ -54,6 +56,11 @@ VerbRegistration reg{
       sub.add_option("--cases", a->o.cases, "Number of cases")->capture_default_str()->check(CLI::NonNegativeNumber);
       sub.add_option("--shard", a->shard, "Run only cases k with k % N == i (i/N)")->capture_default_str();
       sub.add_option("--impls", a->impls, "Comma-separated implementations to judge")->capture_default_str();
+      sub.add_option("--shapes", a->shapes,
+                     "Case shapes: small (head_dim 1-16, short sequences) or large (head_dim 32-256 as the fast "
+                     "kernel's vector paths take it, sequences up to 200 keys; slower)")
+          ->capture_default_str()
+          ->check(CLI::IsMember(gen_shape_names()));
       sub.add_option("--out-dir", a->o.out_dir, "Where reproducers of failures are saved")->capture_default_str();
       sub.add_option("--json", a->json_out, "Also write the report as JSON to this file");
       sub.add_option("--threads", a->o.impl_options.threads, "Threads for multi-threaded implementations (0: all)");
