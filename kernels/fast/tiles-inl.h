@@ -494,32 +494,52 @@ HWY_INLINE void BlockSoftmaxB(const KernelCtx& c, float* HWY_RESTRICT st, size_t
   }
 }
 
+// Head_dim steps per FMA chain of the tiles' q.k. Each score is one
+// chain per lane (K broadcast), so one chain over all of head_dim rounds a
+// partial sum D times: with head_dim 256, int4 K and sm_scale 1 (scores
+// of tens, probabilities near one-hot) the prefill rows came out 1.8x the
+// kernel bound from the exact truth, 16x the reference's error, whose
+// einsum rounds once (`rpa conform --shapes large`, gen-large-1235 without
+// its soft cap). Chains of 32 steps whose sums are added in st round
+// about sqrt(32 x 256) + 8 x sqrt(32) times instead (docs/fast_kernel.md,
+// "Long head_dim").
+inline constexpr int64_t kQKChunk = 32;
+
 // S^T[kKC keys][kRB vectors of rows] += K[key][d] (broadcast) * Q^T[d][rows],
 // then times sm_scale. kKC x kRB = 16 accumulators; 8 keys x 2 vectors
 // loads fewer Q^T vectors per FMA than 4 x 4 (measured 25% faster on
-// AVX-512: broadcasts of K are cheap, vector loads are not).
+// AVX-512: broadcasts of K are cheap, vector loads are not). head_dim in
+// chunks of kQKChunk steps, each chunk's sums added to st.
 template <int kKC, int kRB>
 HWY_INLINE void QKRegBlock(const float* HWY_RESTRICT qt, size_t RP, const uint8_t* const* krow, int64_t D, float sm,
                            float* HWY_RESTRICT st, L2LineStream& pf, int64_t pf_mask) {
   const DF df;
   const size_t N = hn::Lanes(df);
-  VF acc[kKC][kRB];
-  for (int jj = 0; jj < kKC; ++jj)
-    for (int rv = 0; rv < kRB; ++rv) acc[jj][rv] = hn::Zero(df);
   const float* kr[kKC];
   for (int jj = 0; jj < kKC; ++jj) kr[jj] = reinterpret_cast<const float*>(krow[jj]);
-  for (int64_t d = 0; d < D; ++d) {
-    if ((d & pf_mask) == 0) pf.Next();
-    VF q[kRB];
-    for (int rv = 0; rv < kRB; ++rv) q[rv] = hn::Load(df, qt + d * RP + rv * N);
-    for (int jj = 0; jj < kKC; ++jj) {
-      const VF k = hn::Set(df, kr[jj][d]);
-      for (int rv = 0; rv < kRB; ++rv) acc[jj][rv] = hn::MulAdd(k, q[rv], acc[jj][rv]);
-    }
-  }
   const VF vs = hn::Set(df, sm);  // attn *= sm_scale (kernel.py:132)
-  for (int jj = 0; jj < kKC; ++jj)
-    for (int rv = 0; rv < kRB; ++rv) hn::Store(hn::Mul(acc[jj][rv], vs), df, st + jj * RP + rv * N);
+  for (int64_t d0 = 0; d0 < D; d0 += kQKChunk) {
+    const int64_t d1 = std::min<int64_t>(D, d0 + kQKChunk);
+    VF acc[kKC][kRB];
+    for (int jj = 0; jj < kKC; ++jj)
+      for (int rv = 0; rv < kRB; ++rv) acc[jj][rv] = hn::Zero(df);
+    for (int64_t d = d0; d < d1; ++d) {
+      if ((d & pf_mask) == 0) pf.Next();
+      VF q[kRB];
+      for (int rv = 0; rv < kRB; ++rv) q[rv] = hn::Load(df, qt + d * RP + rv * N);
+      for (int jj = 0; jj < kKC; ++jj) {
+        const VF k = hn::Set(df, kr[jj][d]);
+        for (int rv = 0; rv < kRB; ++rv) acc[jj][rv] = hn::MulAdd(k, q[rv], acc[jj][rv]);
+      }
+    }
+    const bool first = d0 == 0, last = d1 == D;
+    for (int jj = 0; jj < kKC; ++jj)
+      for (int rv = 0; rv < kRB; ++rv) {
+        float* dst = st + jj * RP + rv * N;
+        const VF x = first ? acc[jj][rv] : hn::Add(hn::Load(df, dst), acc[jj][rv]);
+        hn::Store(last ? hn::Mul(x, vs) : x, df, dst);
+      }
+  }
 }
 
 // Row vectors per QK register block of a kRV-vector tile, and keys per

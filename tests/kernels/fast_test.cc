@@ -1276,6 +1276,37 @@ TEST(FastEdges, LargeScoresMatchTheReferencesRoundedScores) {
     }
 }
 
+// Long head_dim: a tile's score is one FMA chain per lane over head_dim (K
+// broadcast), rounded at every step. With head_dim 256, int4 K over its
+// whole range and sm_scale 1 (scores of tens, under kExactScoresAbove:
+// near one-hot probabilities) the prefill rows came out up to 1.8x the
+// kernel bound from the exact truth while the chains ran over all of
+// head_dim (`rpa conform --shapes large`, gen-large-1235 without its soft
+// cap). Both SIMD widths: the AVX2 tile cuts its chains the same way.
+TEST(FastEdges, LongHeadDimTileScoresStayWithinTheBound) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  for (const bool avx2 : {false, true}) {
+    const OnlyAvx2 only(avx2);
+    if (avx2 && !only.ok) continue;
+    for (int iter = 0; iter < 4; ++iter) {
+      TestCase c = decode_batch(rng, DType::kFloat32, DType::kInt4, 2, 4, /*q_len=*/23, {148, 62}, /*head_dim=*/256);
+      for (auto& x : c.q) x = unit(rng);
+      for (int64_t i = 0; i < c.S; ++i)
+        for (int64_t j = 0; j < c.kv_lens[i]; ++j)
+          for (int64_t h = 0; h < c.Hc; ++h)
+            for (int64_t d = 0; d < c.D; ++d)
+              c.kv_at(c.page_indices[i * c.pps + j / c.ps], j % c.ps, h, d) = float(int(rng() % 16) - 8);
+      c.sm_scale = 1.0f;
+      c.has_k_scale = c.has_v_scale = true;
+      c.k_scale = c.v_scale = 0.5f;
+      SCOPED_TRACE(describe(c) + (avx2 ? " AVX2" : "") + " iter=" + std::to_string(iter));
+      expect_within_bound(c, run_fast(c));
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 // bfloat16 q and KV with head_dim 128: the VDPBF16PS tile where the CPU has it, and the float32 tile.
 TEST(FastEdges, Bfloat16TilesOfEveryRowCount) {
   for (int64_t q_len : {3, 5, 16, 70})
