@@ -10,6 +10,7 @@
 #include <ostream>
 
 #include "harness/npy.h"
+#include "kernels/fast/fast_attention.h"
 #include "oracle/py_error.h"
 
 namespace rpa {
@@ -120,8 +121,8 @@ ConformReport run_conform(const ConformOptions& o, std::ostream& progress) {
 }
 
 std::string format_summary(const ConformReport& r, const ConformOptions& o) {
-  std::string s = fmt::format("conform: {} cases (seed {}, shard {}/{}, shapes {}), {:.1f}s\n", r.cases, o.seed,
-                              o.shard_index, o.shard_count, o.gen.name, r.seconds);
+  std::string s = fmt::format("conform: {} cases (seed {}, shard {}/{}, shapes {}, SIMD {}), {:.1f}s\n", r.cases,
+                              o.seed, o.shard_index, o.shard_count, o.gen.name, fast::simd_target(), r.seconds);
   if (r.truth_rejected) s += fmt::format("  {} cases rejected by validation (not run)\n", r.truth_rejected);
   // Each worst figure beside the case it came from: the largest error in
   // ulps and the largest share of the bound are often different cases.
@@ -141,7 +142,7 @@ std::string format_summary(const ConformReport& r, const ConformOptions& o) {
 }
 
 std::string report_json(const ConformReport& r, const ConformOptions& o) {
-  nlohmann::json j = {{"cases", r.cases}, {"seed", o.seed}, {"shard", {o.shard_index, o.shard_count}}, {"shapes", o.gen.name},
+  nlohmann::json j = {{"cases", r.cases}, {"seed", o.seed}, {"shard", {o.shard_index, o.shard_count}}, {"shapes", o.gen.name}, {"simd_target", fast::simd_target()},
                       {"truth_rejected", r.truth_rejected}, {"seconds", r.seconds},
                       {"reproducers", r.reproducers}, {"kernel_findings", r.kernel_finding_cases}};
   for (const auto& t : r.tallies)

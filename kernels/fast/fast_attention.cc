@@ -2,8 +2,11 @@
 #include "kernels/fast/fast_attention.h"
 
 #include <algorithm>
+#include <cctype>
+#include <stdexcept>
 #include <cstring>
 
+#include "hwy/targets.h"
 #include "kernels/abi_dtype.h"
 #include "kernels/fast/cpu_traits.h"
 #include "kernels/fast/plan.h"
@@ -23,6 +26,28 @@ rpa_status fail(int32_t code, const char* cls, std::string message) {
 }  // namespace
 
 const char* simd_target() { return simd_target_name(); }
+
+std::vector<std::string> available_simd_targets() {
+  std::vector<std::string> names;
+  for (const int64_t t : hwy::SupportedAndGeneratedTargets()) names.emplace_back(hwy::TargetName(t));
+  return names;
+}
+
+void limit_simd_target(std::string_view name) {
+  const auto same = [&](const char* target) {
+    return std::equal(name.begin(), name.end(), target, target + std::strlen(target),
+                      [](char a, char b) { return std::toupper(uint8_t(a)) == std::toupper(uint8_t(b)); });
+  };
+  for (const int64_t t : hwy::SupportedAndGeneratedTargets())
+    if (same(hwy::TargetName(t))) {
+      hwy::SetSupportedTargetsForTest(t);
+      return;
+    }
+  std::string list;
+  for (const auto& n : available_simd_targets()) list += (list.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("SIMD target '" + std::string(name) + "' is not one this CPU and build run (" + list +
+                              ")");
+}
 
 rpa_status attention(const rpa_problem& p, const NativeKv& kv, float* out, std::vector<std::string>* diagnostics,
                      const Options& options) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/fast/native_kv.h"
@@ -37,6 +38,16 @@ rpa_status attention(const rpa_problem& p, const NativeKv& kv, float* out, std::
 
 // The Highway target the SIMD code runs on ("AVX3", "AVX2", ...).
 const char* simd_target();
+
+// The targets this CPU and build can run, best first (simd_target's names).
+std::vector<std::string> available_simd_targets();
+
+// Limits the process's Highway dispatch (the fast kernel's and the bench
+// ceilings') to the target named, case-insensitively, so that a narrower
+// target's code - the AVX2 tiles and decode item - runs on an AVX-512 CPU.
+// Call before any kernel runs. Throws std::invalid_argument naming the
+// available targets when this CPU or build cannot run it.
+void limit_simd_target(std::string_view name);
 
 }  // namespace rpa::fast
 
