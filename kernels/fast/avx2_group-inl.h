@@ -249,6 +249,7 @@ void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
   const __m256 km_v = _mm256_set1_ps(km), vm_v = _mm256_set1_ps(vm);
   const int64_t D = c.head_dim;
   const GroupState g = StartGroup(c, s, nh, k0, k1, sc);
+  const bool ill_conditioned = GroupScoresIllConditioned(c, s, h0, nh, g.R);
   const TileKeys& keys = g.keys;
   const size_t rows_stride = size_t(4 * D);  // one head's rows in qa / o
 
@@ -299,7 +300,7 @@ void GroupAvx2(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
         const uint8_t* k1p = j0 + 1 < nb ? kh[j0 + 1] : zero;  // keys past the block read zeros (-inf later)
         _mm256_store_ps(sa + j0 * 4, QK2x4<kKv, kNan, kMode>(qh, D, kh[j0], k1p, km_v, pf));
       }
-      ExactGroupScoresIfLarge(c, s, h0 + h, 0, g.R, nb, nbp, kh, /*native=*/true, sa, sc);
+      ExactGroupScoresIfLarge(c, s, h0 + h, 0, g.R, nb, nbp, kh, /*native=*/true, sa, sc, ill_conditioned);
       GroupBlockSoftmax(c, g, h, 0, sa, nbp, nbp, b0, nb, need_mask, alpha);
       if constexpr (kCarried != 1.0f)  // after l took its sum
         for (int64_t i = 0; i < nbp * 4; i += 8)

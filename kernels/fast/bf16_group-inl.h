@@ -397,6 +397,7 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
   HWY_ALIGN float row[1024];
   float* ordered = D <= 1024 ? row : sc.kbuf.get();
   const GroupState g = StartGroup(c, s, nh, k0, k1, sc);
+  const bool ill_conditioned = GroupScoresIllConditioned(c, s, h0, nh, g.R);
   const int64_t R = g.R, NG = g.NG;
   const TileKeys& keys = g.keys;
   const size_t rows_stride = size_t(NG) * 4 * size_t(D);  // one head's rows in qa / o
@@ -518,7 +519,7 @@ RPA_FAST_BF16G_ATTR void GroupBf16(const KernelCtx& c, const SeqPlan& s, int64_t
       for (int64_t j = 0; j < nb8; ++j) vr[j] = j < nb ? tok[j] + hoff + row_bytes : zero;
       for (int64_t gi = 0; gi < NG; ++gi) {
         float* sg = sa + (h * NG + gi) * kBf16BlockKeys * 4;  // [key][4]
-        ExactGroupScoresIfLarge(c, s, h0 + h, gi, R, nb, nb4, kh, /*native=*/true, sg, sc);
+        ExactGroupScoresIfLarge(c, s, h0 + h, gi, R, nb, nb4, kh, /*native=*/true, sg, sc, ill_conditioned);
         GroupBlockSoftmax(c, g, h, gi, sg, nb4, nb8, b0, nb, need_mask, alpha);
         float* oh = o + h * rows_stride + gi * 4 * D;
         if (dot) {

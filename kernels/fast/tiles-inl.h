@@ -396,12 +396,13 @@ inline const float* ExactKRow(const KernelCtx& c, const uint8_t* krow, bool nati
 }
 
 // A group item's raw scores sa[key][4] of group gi (rows gi * 4 ..) of KV
-// head g, keys 0 .. nb of the block, recomputed exactly when large. krow:
-// the keys' K rows, float32 or (native) in the KV dtype.
+// head g, keys 0 .. nb of the block, recomputed exactly when large, or
+// always where `ill_conditioned` (GroupScoresIllConditioned). krow: the
+// keys' K rows, float32 or (native) in the KV dtype.
 inline void ExactGroupScoresIfLarge(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t gi, int64_t R, int64_t nb,
                                     int64_t npad, const uint8_t* const* krow, bool native, float* HWY_RESTRICT sa,
-                                    Scratch& sc) {
-  if (!NeedsExactScores(sa, size_t(npad) * 4, std::fabs(c.sm_scale))) return;
+                                    Scratch& sc, bool ill_conditioned) {
+  if (!ill_conditioned && !NeedsExactScores(sa, size_t(npad) * 4, std::fabs(c.sm_scale))) return;
   for (int64_t j = 0; j < nb; ++j) {
     const float* k = ExactKRow(c, krow[j], native, sc);
     for (int64_t r = gi * 4; r < std::min<int64_t>(R, gi * 4 + 4); ++r)
@@ -427,6 +428,29 @@ inline double TileQ1Max(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t
     best = std::max(best, double(sum));
   }
   return best;
+}
+
+// Whether a group item's scores are ill-conditioned: their products'
+// magnitudes (Hoelder: max ||q_row||_1 over the item's rows x max |K| x
+// |sm_scale|, raw_score_bound) reach kExactScoresAbove, whatever the scores
+// themselves. A score of 60 summed from products of 350 in magnitude (int8
+// K over its range, sm_scale 0.1, head_dim 96) carries float32 rounding of
+// the 350s; with near-tied keys and V spread over 380 that put decode rows
+// at 16-22x the reference's error, which rounds the einsum once (`rpa
+// --simd avx2 conform --shapes large`, gen-large-201184 and 201248). Such
+// an item's blocks take the exact recomputation; the rows of a decode item
+// are few, so it costs a pass over them per item. With the bench's
+// contents (q and K within [-1, 1], sm_scale 1, head_dim 128) the bound is
+// about 80: never.
+// (A scalar pass over the rows cost the bench's warm decode 8-10%;
+// TileQ1Max's vectors nothing measurable.) Non-finite q or K: left to
+// NeedsExactScores, as before.
+inline bool GroupScoresIllConditioned(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t R) {
+  if (!s.k_finite) return false;
+  double q1 = 0.0;
+  for (int64_t h = 0; h < nh; ++h) q1 = std::max(q1, TileQ1Max(c, s, h0 + h, 0, R));
+  if (!std::isfinite(q1)) return false;
+  return !(raw_score_bound(c, q1, s.kmax) < kExactScoresAbove);
 }
 
 // A tile's scores st[key][RP] (sm_scale applied) of rows row0 .. row0 + R of
@@ -994,6 +1018,7 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
   const int64_t D = c.head_dim;
   const size_t Dp = sc.Dp;
   const GroupState g = StartGroup(c, s, nh, k0, k1, sc);
+  const bool ill_conditioned = GroupScoresIllConditioned(c, s, h0, nh, g.R);
   const int64_t R = g.R, NG = g.NG;
   const TileKeys& keys = g.keys;
   const size_t rows_stride = size_t(NG) * 4 * Dp;  // one head's rows in qa / o
@@ -1068,7 +1093,7 @@ void TileGroup(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int
           hn::Store(kread.scaled ? QKGroup<kRow, true>(q0, Dp, kr, kread) : QKGroup<kRow, false>(q0, Dp, kr, kread),
                     df, sa + j0 * 4);
         }
-        ExactGroupScoresIfLarge(c, s, h0 + h, gi, R, nb, nbp, krow, native, sa, sc);
+        ExactGroupScoresIfLarge(c, s, h0 + h, gi, R, nb, nbp, krow, native, sa, sc, ill_conditioned);
         GroupBlockSoftmax(c, g, h, gi, sa, nbp, nbp, b0, nb, need_mask, alpha);
         PVRows<4, kRow>(o + h * rows_stride + gi * 4 * Dp, Dp, alpha, sa, 4, nb, vrow, vread);
       }

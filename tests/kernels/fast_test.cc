@@ -1307,6 +1307,43 @@ TEST(FastEdges, LongHeadDimTileScoresStayWithinTheBound) {
   }
 }
 
+// Scores of tens summed from products of hundreds (int8 K over its whole
+// range, q within [-1, 1], sm_scale 0.1, head_dim 96): under
+// kExactScoresAbove, yet float32 chains carry rounding of the hundreds, and
+// near-tied keys with V spread over 380 turn it into 0.16-0.40 of the
+// kernel bound, 16-22x the reference's error (`rpa --simd avx2 conform
+// --shapes large`, gen-large-201184). The decode items take such items'
+// scores exactly (GroupScoresIllConditioned), so the rows stay within an
+// eighth of the bound (the far-worse rule's floor) of the truth with the
+// reference's once-rounded scores. Both SIMD widths.
+TEST(FastEdges, DecodeRowsOfIllConditionedScoresFollowTheOnceRoundedScores) {
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  for (const bool avx2 : {false, true}) {
+    const OnlyAvx2 only(avx2);
+    if (avx2 && !only.ok) continue;
+    double worst = 0.0;
+    for (int iter = 0; iter < 8; ++iter) {
+      TestCase c = decode_batch(rng, DType::kFloat32, DType::kInt8, 1, 4, /*q_len=*/1, {124, 94, 40}, /*head_dim=*/96);
+      for (auto& x : c.q) x = unit(rng);
+      for (int64_t i = 0; i < c.S; ++i)
+        for (int64_t j = 0; j < c.kv_lens[i]; ++j)
+          for (int64_t h = 0; h < c.Hc; ++h)
+            for (int64_t d = 0; d < c.D; ++d)
+              c.kv_at(c.page_indices[i * c.pps + j / c.ps], j % c.ps, h, d) = float(int(rng() % 256) - 128);
+      c.sm_scale = 0.102f;
+      c.has_v_scale = true;
+      c.v_scale = 1.5f;
+      c.has_window = iter % 2 == 0;
+      c.window = 7;
+      const std::vector<float> got = run_fast(c);
+      const Truth t = truth_of(c, /*round_scores=*/true);
+      for (size_t o = 0; o < t.out.size(); ++o) worst = std::max(worst, std::fabs(double(got[o]) - t.out[o]) / t.bound[o]);
+    }
+    EXPECT_LE(worst, 0.125) << (avx2 ? "AVX2" : "best target");
+  }
+}
+
 // bfloat16 q and KV with head_dim 128: the VDPBF16PS tile where the CPU has it, and the float32 tile.
 TEST(FastEdges, Bfloat16TilesOfEveryRowCount) {
   for (int64_t q_len : {3, 5, 16, 70})
