@@ -8,15 +8,20 @@
 // 1 bfloat16), KV dtype (0 float32, 1 bfloat16, 2 float8_e4m3fn), threads
 // (0: every hardware thread), cold (1: caches flushed before each call, as
 // `rpa bench` times it; flushing is outside the timed region).
+// --simd=NAME runs the kernel on a narrower Highway target (AVX2, ...).
 // BM_FastScaled: the same calls with k_scale 0.37 and v_scale 1.7 (the
 // bench has no scales; quantised caches in serving have them), decode and
 // mixed, bfloat16 and float8_e4m3fn KV, every thread, cold.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <exception>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "harness/bench_ceilings.h"
 #include "harness/data_seed.h"
@@ -106,4 +111,28 @@ BENCHMARK(BM_FastScaled)
 }  // namespace
 }  // namespace rpa
 
-BENCHMARK_MAIN();
+// Google Benchmark's main, plus --simd=NAME (as `rpa --simd`): the kernel on
+// a narrower Highway target, e.g. the AVX2 tiles timed on an AVX-512 CPU.
+int main(int argc, char** argv) {
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--simd=", 0) != 0) {
+      args.push_back(argv[i]);
+      continue;
+    }
+    try {
+      rpa::fast::limit_simd_target(a.substr(7));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fast_bench: %s\n", e.what());
+      return 2;
+    }
+    std::fprintf(stderr, "fast_bench: SIMD code limited to %s\n", rpa::fast::simd_target());
+  }
+  int n = int(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
