@@ -1276,6 +1276,19 @@ TEST(FastEdges, LargeScoresMatchTheReferencesRoundedScores) {
     }
 }
 
+// q uniform in [-1, 1]; every K and V element of the sequences' keys an
+// integer lo .. lo + span - 1: integer KV over its whole range, where
+// scores are products of hundreds.
+void fill_unit_q_and_integer_kv(TestCase& c, std::mt19937& rng, int lo, int span) {
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  for (auto& x : c.q) x = unit(rng);
+  for (int64_t i = 0; i < c.S; ++i)
+    for (int64_t j = 0; j < c.kv_lens[i]; ++j)
+      for (int64_t h = 0; h < c.Hc; ++h)
+        for (int64_t d = 0; d < c.D; ++d)
+          c.kv_at(c.page_indices[i * c.pps + j / c.ps], j % c.ps, h, d) = float(lo + int(rng() % unsigned(span)));
+}
+
 // Long head_dim: a tile's score is one FMA chain per lane over head_dim (K
 // broadcast), rounded at every step. With head_dim 256, int4 K over its
 // whole range and sm_scale 1 (scores of tens, under kExactScoresAbove:
@@ -1285,18 +1298,12 @@ TEST(FastEdges, LargeScoresMatchTheReferencesRoundedScores) {
 // cap). Both SIMD widths: the AVX2 tile cuts its chains the same way.
 TEST(FastEdges, LongHeadDimTileScoresStayWithinTheBound) {
   std::mt19937 rng(5);
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
   for (const bool avx2 : {false, true}) {
     const OnlyAvx2 only(avx2);
     if (avx2 && !only.ok) continue;
     for (int iter = 0; iter < 4; ++iter) {
       TestCase c = decode_batch(rng, DType::kFloat32, DType::kInt4, 2, 4, /*q_len=*/23, {148, 62}, /*head_dim=*/256);
-      for (auto& x : c.q) x = unit(rng);
-      for (int64_t i = 0; i < c.S; ++i)
-        for (int64_t j = 0; j < c.kv_lens[i]; ++j)
-          for (int64_t h = 0; h < c.Hc; ++h)
-            for (int64_t d = 0; d < c.D; ++d)
-              c.kv_at(c.page_indices[i * c.pps + j / c.ps], j % c.ps, h, d) = float(int(rng() % 16) - 8);
+      fill_unit_q_and_integer_kv(c, rng, -8, 16);
       c.sm_scale = 1.0f;
       c.has_k_scale = c.has_v_scale = true;
       c.k_scale = c.v_scale = 0.5f;
@@ -1318,19 +1325,13 @@ TEST(FastEdges, LongHeadDimTileScoresStayWithinTheBound) {
 // reference's once-rounded scores. Both SIMD widths.
 TEST(FastEdges, DecodeRowsOfIllConditionedScoresFollowTheOnceRoundedScores) {
   std::mt19937 rng(17);
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
   for (const bool avx2 : {false, true}) {
     const OnlyAvx2 only(avx2);
     if (avx2 && !only.ok) continue;
     double worst = 0.0;
     for (int iter = 0; iter < 8; ++iter) {
       TestCase c = decode_batch(rng, DType::kFloat32, DType::kInt8, 1, 4, /*q_len=*/1, {124, 94, 40}, /*head_dim=*/96);
-      for (auto& x : c.q) x = unit(rng);
-      for (int64_t i = 0; i < c.S; ++i)
-        for (int64_t j = 0; j < c.kv_lens[i]; ++j)
-          for (int64_t h = 0; h < c.Hc; ++h)
-            for (int64_t d = 0; d < c.D; ++d)
-              c.kv_at(c.page_indices[i * c.pps + j / c.ps], j % c.ps, h, d) = float(int(rng() % 256) - 128);
+      fill_unit_q_and_integer_kv(c, rng, -128, 256);
       c.sm_scale = 0.102f;
       c.has_v_scale = true;
       c.v_scale = 1.5f;
