@@ -131,7 +131,8 @@ std::vector<double> kernel_judging_truth(std::span<const double> actual, std::sp
   for (size_t i = 0; i < t.size() && i < rounded.size() && i < actual.size(); ++i) {
     const bool off = i < scores_off_exact.size() && scores_off_exact[i];
     // False where either truth is NaN: those are judged as NaN positions.
-    const bool reference_beyond = i < exact_bound.size() && std::fabs(rounded[i] - exact[i]) > exact_bound[i];
+    const bool reference_beyond =
+        i < exact_bound.size() && std::fabs(rounded[i] - exact[i]) > kReferenceOffShare * exact_bound[i];
     if (off && std::isnan(actual[i]))
       t[i] = actual[i], ++n;
     else if ((off || reference_beyond) && std::fabs(actual[i] - rounded[i]) < std::fabs(actual[i] - exact[i]))

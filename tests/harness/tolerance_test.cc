@@ -169,19 +169,22 @@ TEST(Tolerance, KernelJudgingTruthTakesTheRoundedTruthOnlyWhereTheReferenceOverf
 // (which no distance compares) leaves the element to the NaN-position check.
 TEST(Tolerance, KernelJudgingTruthTakesTheRoundedTruthWhereTheReferenceItselfIsBeyondTheBound) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  const std::vector<double> exact = {9.1365, 9.1365, 9.1365, 0.5, 0.5, 0.5};
-  const std::vector<double> rounded = {9.1342, 9.1342, 9.1342, 0.5009, 0.5, nan};
-  const std::vector<double> bound = {0.002, 0.002, 0.002, 0.001, 0.001, 0.001};
-  const std::vector<double> actual = {9.1341, 9.1364, nan, 0.5009, nan, 0.5};
+  const std::vector<double> exact = {9.1365, 9.1365, 9.1365, 0.5, 0.5, 0.5, 0.5};
+  const std::vector<double> rounded = {9.1342, 9.1342, 9.1342, 0.5004, 0.5, nan, 0.5009};
+  const std::vector<double> bound = {0.002, 0.002, 0.002, 0.001, 0.001, 0.001, 0.001};
+  const std::vector<double> actual = {9.1341, 9.1364, nan, 0.5004, nan, 0.5, 0.50101};
   int64_t taken = -1;
   const std::vector<double> t = kernel_judging_truth(actual, exact, rounded, {}, bound, &taken);
   EXPECT_EQ(t[0], 9.1342);  // the reference 0.0023 off: the output follows it
   EXPECT_EQ(t[1], 9.1365);  // the output is nearer the exact truth
   EXPECT_EQ(t[2], 9.1365);  // NaN output: still a mismatch against the exact truth
-  EXPECT_EQ(t[3], 0.5);     // the reference within the bound: the exact truth judges
+  EXPECT_EQ(t[3], 0.5);     // the reference at 0.4 of the bound (under kReferenceOffShare): the exact truth judges
   EXPECT_EQ(t[4], 0.5);
   EXPECT_EQ(t[5], 0.5);  // NaN rounded truth: no distance, the exact truth stays
-  EXPECT_EQ(taken, 1);
+  // The reference at 0.9 of the bound, inside it: an output a little past
+  // the reference (1.01 of the bound from the exact truth) follows it.
+  EXPECT_EQ(t[6], 0.5009);
+  EXPECT_EQ(taken, 2);
   // The same element judged against the exact truth fails the kernel bound, against the rounded one it passes.
   const std::vector<double> one_actual = {actual[0]}, one_exact = {exact[0]}, one_bound = {bound[0]};
   EXPECT_FALSE(summarize_errors(one_actual, one_exact, DType::kFloat32, one_bound).pass);
