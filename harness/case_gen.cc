@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/data_seed.h"
 
@@ -201,10 +202,9 @@ GenOptions gen_shapes(std::string_view name) {
     // Multiples of 64 (the AVX-512 decode item), of 16 (the AVX2 one, the
     // tiles' full vectors), and 136 (a tail of 8 past the vectors).
     o.head_dims = {64, 128, 256, 32, 48, 80, 96, 136};
-    o.max_head_dim = 256;
     return o;
   }
-  throw std::invalid_argument(fmt::format("unknown shapes '{}' (small, large)", name));
+  throw std::invalid_argument(fmt::format("unknown shapes '{}' ({})", name, fmt::join(gen_shape_names(), ", ")));
 }
 
 const std::vector<std::string>& gen_shape_names() {

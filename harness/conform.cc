@@ -142,7 +142,11 @@ std::string format_summary(const ConformReport& r, const ConformOptions& o) {
 }
 
 std::string report_json(const ConformReport& r, const ConformOptions& o) {
-  nlohmann::json j = {{"cases", r.cases}, {"seed", o.seed}, {"shard", {o.shard_index, o.shard_count}}, {"shapes", o.gen.name}, {"simd_target", fast::simd_target()},
+  nlohmann::json j = {{"cases", r.cases},
+                      {"seed", o.seed},
+                      {"shard", {o.shard_index, o.shard_count}},
+                      {"shapes", o.gen.name},
+                      {"simd_target", fast::simd_target()},
                       {"truth_rejected", r.truth_rejected}, {"seconds", r.seconds},
                       {"reproducers", r.reproducers}, {"kernel_findings", r.kernel_finding_cases}};
   for (const auto& t : r.tallies)

@@ -41,7 +41,6 @@ GenOptions kernel_diff_large_shapes() {
   GenOptions g = kernel_diff_shapes();
   g.max_kv_len = 80;  // five 16-key blocks of the AVX-512 decode item, three of its 32-key 8-bit blocks
   g.head_dims = {64, 128, 32, 48, 80, 136};
-  g.max_head_dim = 136;
   return g;
 }
 

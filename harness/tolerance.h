@@ -100,8 +100,9 @@ struct ErrorSummary {
 //  * where the rounded truth is farther from the exact truth than
 //    kReferenceOffShare of `exact_bound` (the kernel bound at the exact
 //    truth; empty: none): the reference's float32 arithmetic, which a
-//    kernel shares, uses that much of the kernel bound, or fails it, there itself (close float32 scores of a few hundred
-//    weighing far-apart V rows; docs/tolerance.md, "Ill-conditioned rows").
+//    kernel shares, uses that much of the kernel bound, or fails it, there
+//    itself (close float32 scores of a few hundred weighing far-apart V
+//    rows; docs/tolerance.md, "Ill-conditioned rows").
 // `from_rounded` (if given) receives how many elements took the rounded truth.
 std::vector<double> kernel_judging_truth(std::span<const double> actual, std::span<const double> exact,
                                          std::span<const double> rounded, std::span<const char> scores_off_exact,

@@ -85,8 +85,7 @@ int run(const Options& opt) {
         std::fprintf(stderr,
                      "rpa: note: %lld elements judged against the reference's own float32 result, where its q.k "
                      "overflowed float32, its scores passed 2^24 or float32's range, or it is itself beyond the "
-                     "kernel bound "
-                     "(docs/tolerance.md, \"Reference overflow\", \"Ill-conditioned rows\")\n",
+                     "kernel bound (docs/tolerance.md, \"Reference overflow\", \"Ill-conditioned rows\")\n",
                      static_cast<long long>(k.from_rounded));
       truth = std::move(k.truth);
       bound = std::move(k.bound);

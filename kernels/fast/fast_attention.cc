@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <stdexcept>
 #include <cstring>
+#include <stdexcept>
 
 #include "hwy/targets.h"
 #include "kernels/abi_dtype.h"

@@ -194,7 +194,9 @@ HWY_INLINE VF WeightExp(DF df, VF x) { return ExpFast(df, x); }
 // puts a row's running max there - and O = sum p V then overflows to Inf
 // where V is near float32's largest (conform: mask_value 3e38 with v_scale
 // 1e38, gen-501476 of seed 500000).
-HWY_INLINE VF ShiftedWeight(DF df, VF s, VF m_use, VF shift) { return WeightExp(df, hn::Sub(hn::Sub(s, m_use), shift)); }
+HWY_INLINE VF ShiftedWeight(DF df, VF s, VF m_use, VF shift) {
+  return WeightExp(df, hn::Sub(hn::Sub(s, m_use), shift));
+}
 
 // o[r][:] = o[r][:] * alpha[r] + sum_j p[j * pstride + r] * vrow[j][:] for
 // r < kRows, over head-dim vectors [v0, v0 + kDV).

@@ -1339,7 +1339,8 @@ TEST(FastEdges, DecodeRowsOfIllConditionedScoresFollowTheOnceRoundedScores) {
       c.window = 7;
       const std::vector<float> got = run_fast(c);
       const Truth t = truth_of(c, /*round_scores=*/true);
-      for (size_t o = 0; o < t.out.size(); ++o) worst = std::max(worst, std::fabs(double(got[o]) - t.out[o]) / t.bound[o]);
+      for (size_t o = 0; o < t.out.size(); ++o)
+        worst = std::max(worst, std::fabs(double(got[o]) - t.out[o]) / t.bound[o]);
     }
     EXPECT_LE(worst, 0.125) << (avx2 ? "AVX2" : "best target");
   }
