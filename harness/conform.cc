@@ -23,6 +23,19 @@ double percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
+// The plain bound's figures (Verdict::plain_share); only for cases whose
+// output was judged and not named an upstream-kernel finding (those are
+// reported on their own). The worst share is taken over the cases where the
+// oracle is within the plain bound: where it is not (float32 overflow,
+// ill-conditioned rows) no implementation is expected to be.
+void tally_plain(ImplTally& t, const Verdict& v, const std::string& id) {
+  if (v.raised || v.kernel_finding) return;
+  const bool oracle_within = v.reference_plain_share >= 0 && v.reference_plain_share <= 1;
+  if (v.plain_share > 1) ++t.plain_over, t.plain_over_alone += oracle_within;
+  if (oracle_within && (v.plain_share > t.max_plain_share || t.worst_plain_case.empty()))
+    t.max_plain_share = std::max(t.max_plain_share, v.plain_share), t.worst_plain_case = id;
+}
+
 }  // namespace
 
 std::string save_reproducer(const std::string& out_dir, const Case& c, const std::string& impl,
@@ -96,6 +109,7 @@ ConformReport run_conform(const ConformOptions& o, std::ostream& progress) {
       if (v.bound_share > t.max_bound_share || t.worst_bound_case.empty())
         t.max_bound_share = std::max(t.max_bound_share, v.bound_share), t.worst_bound_case = c.id;
       if (v.max_ulp > t.max_ulp || t.worst_case.empty()) t.max_ulp = std::max(t.max_ulp, v.max_ulp), t.worst_case = c.id;
+      tally_plain(t, v, c.id);
       if (v.ok) {
         ++t.passed;
       } else if (v.kernel_finding) {
@@ -132,6 +146,13 @@ std::string format_summary(const ConformReport& r, const ConformOptions& o) {
     s += fmt::format("  {:<12} {:>6} {:>7} {:>7} {:>7} {:>8} {:>10.2f} {:<14} {:>10.2f} {:>9.3f} {}\n", t.impl, t.run,
                      t.passed, t.failed, t.errors, t.kernel_findings, t.max_ulp, t.worst_case,
                      percentile(t.case_max_ulps, 0.99), t.max_bound_share, t.worst_bound_case);
+  // The literal check (no rounded truth), beside the judged one: where an
+  // implementation is over it and the oracle is not, an outside check that
+  // applies the bound literally fails that implementation alone.
+  s += "  plain bound (exact truth only, as an outside check applies it; reported, not judged):\n";
+  for (const auto& t : r.tallies)
+    s += fmt::format("  {:<12} over in {:>5} cases, {:>4} with the oracle within it; worst there {:.3f} {}\n", t.impl,
+                     t.plain_over, t.plain_over_alone, t.max_plain_share, t.worst_plain_case);
   if (!r.kernel_finding_cases.empty())
     s += fmt::format("  {} upstream-kernel findings (the Pallas schedule's own behaviour, see docs/tiled.md) saved\n",
                      r.kernel_finding_cases.size());
@@ -153,7 +174,9 @@ std::string report_json(const ConformReport& r, const ConformOptions& o) {
     j["impls"].push_back({{"impl", t.impl}, {"run", t.run}, {"passed", t.passed}, {"failed", t.failed},
                           {"raised", t.errors}, {"kernel_findings", t.kernel_findings}, {"max_ulp", t.max_ulp}, {"max_bound_share", t.max_bound_share},
                           {"p99_ulp", percentile(t.case_max_ulps, 0.99)}, {"worst_case", t.worst_case},
-                          {"worst_bound_case", t.worst_bound_case}});
+                          {"worst_bound_case", t.worst_bound_case}, {"max_plain_share", t.max_plain_share},
+                          {"worst_plain_case", t.worst_plain_case}, {"plain_over", t.plain_over},
+                          {"plain_over_alone", t.plain_over_alone}});
   return j.dump();
 }
 

@@ -29,6 +29,10 @@ struct Verdict {
   bool ok = true;
   double max_ulp = 0, p99_ulp = 0;  // error in ulps of the output dtype
   double bound_share = 0;           // max |error| / bound: 1 is the edge of acceptance
+  // plain_bound_share against the exact truth (no rounded truth): an outside
+  // certifier's literal check; and the oracle's own on the same case, where
+  // it ran (-1: not known). Reported, not judged.
+  double plain_share = 0, reference_plain_share = -1;
   std::string detail;               // why it failed, or a known divergence
   // The failure comes with a diagnostic naming a behaviour of the upstream
   // kernel itself (schedule.* bugs the tiled emulation reproduces,
@@ -49,6 +53,13 @@ struct ImplTally {
   std::vector<double> case_max_ulps;  // per case, for percentiles
   std::string worst_case;             // id of the case with max_ulp
   std::string worst_bound_case;       // id of the case with max_bound_share (ulps explode near zero; this does not)
+  // The plain bound (Verdict::plain_share): cases beyond it, and of those
+  // the ones where the oracle's own output is within it (where a literal
+  // check fails this implementation but not the reference); the largest
+  // share over the cases where the oracle is within it.
+  int plain_over = 0, plain_over_alone = 0;
+  double max_plain_share = 0;
+  std::string worst_plain_case;
 };
 
 struct ConformReport {

@@ -34,6 +34,7 @@ Verdict judge(const Case& c, const std::string& impl, const ImplOutput& got, con
   const DType judge_dtype = judging_dtype(a.q.dtype, a.kv_pages.dtype, !a.v_scale.is_none());
   const bool is_reference = impl == "oracle";
   const TruthOutput& truth = is_reference ? truths.rounded : truths.exact;
+  const double u = path_unit_roundoff(a.q.dtype, a.kv_pages.dtype, !a.k_scale.is_none(), !a.v_scale.is_none());
   if (got.rows != truth.rows || got.values.size() != truth.values.size()) {
     v.ok = false;
     v.detail = fmt::format("output has {} rows, the truth {}", got.rows, truth.rows);
@@ -48,12 +49,18 @@ Verdict judge(const Case& c, const std::string& impl, const ImplOutput& got, con
     bound = reference_bound(judge_dtype, target, truths.rounded.widen);
   } else {
     const std::vector<double> got_d(got.values.begin(), got.values.end());
-    KernelJudgement k = kernel_judgement(
-        path_unit_roundoff(a.q.dtype, a.kv_pages.dtype, !a.k_scale.is_none(), !a.v_scale.is_none()), got_d,
-        truth.values, truths.rounded.values, truths.rounded.scores_off_exact, truth.v_abs_max);
+    KernelJudgement k = kernel_judgement(u, got_d, truth.values, truths.rounded.values,
+                                         truths.rounded.scores_off_exact, truth.v_abs_max);
     target = std::move(k.truth);
     bound = std::move(k.bound);
   }
+  const auto plain = [&](const ImplOutput& out) {
+    const std::vector<double> d(out.values.begin(), out.values.end());
+    return plain_bound_share(u, d, truths.exact.values, truths.exact.v_abs_max);
+  };
+  v.plain_share = plain(got);
+  if (is_reference) v.reference_plain_share = v.plain_share;
+  else if (reference && reference->values.size() == got.values.size()) v.reference_plain_share = plain(*reference);
   // Where the reference's own float32 math is NaN or Inf, a kernel's NaN or
   // Inf is accepted too (docs/tolerance.md, "Reference overflow").
   const std::span<const double> ref_points = is_reference ? std::span<const double>() : truths.rounded.values;

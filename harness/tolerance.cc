@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #include "oracle/exact_round.h"
@@ -150,6 +151,22 @@ KernelJudgement kernel_judgement(double u, std::span<const double> actual, std::
                                  &k.from_rounded);
   k.bound = kernel_bound(u, k.truth, v_abs_max);
   return k;
+}
+
+double plain_bound_share(double u, std::span<const double> actual, std::span<const double> exact,
+                         std::span<const double> v_abs_max) {
+  const std::vector<double> bound = kernel_bound(u, exact, v_abs_max);
+  double worst = 0;
+  for (size_t i = 0; i < exact.size() && i < actual.size(); ++i) {
+    const double a = actual[i], t = exact[i];
+    if (std::isfinite(a) && std::isfinite(t)) {
+      worst = std::max(worst, std::fabs(a - t) / bound[i]);
+    } else {
+      const bool same = (std::isnan(a) && std::isnan(t)) || a == t;  // two NaNs, or the same infinity
+      if (!same) return std::numeric_limits<double>::infinity();
+    }
+  }
+  return worst;
 }
 
 bool far_worse_than_reference(const ErrorSummary& impl, const ErrorSummary& reference) {

@@ -122,6 +122,16 @@ KernelJudgement kernel_judgement(double u, std::span<const double> actual, std::
                                  std::span<const double> rounded, std::span<const char> scores_off_exact,
                                  std::span<const double> v_abs_max);
 
+// The literal check of an outside certifier (issue #7, docs/tolerance.md
+// "The plain bound"): max |actual - exact| / kernel_bound(u, exact,
+// v_abs_max) over the elements, with no rounded truth anywhere - what
+// kernel_judgement relaxes where the reference itself is off the exact
+// truth. Infinity where `actual` is NaN or Inf and the exact truth is
+// finite, or the two disagree in non-finite kind; elements where both are
+// the same non-finite value count 0.
+double plain_bound_share(double u, std::span<const double> actual, std::span<const double> exact,
+                         std::span<const double> v_abs_max);
+
 ErrorSummary summarize_errors(std::span<const float> actual, std::span<const double> truth, DType judge,
                               std::span<const double> bound, std::span<const double> reference = {});
 ErrorSummary summarize_errors(std::span<const double> actual, std::span<const double> truth, DType judge,

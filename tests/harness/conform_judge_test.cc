@@ -1,6 +1,7 @@
 // Tests of the conform judge's verdicts: the bound against the exact truth, the far-worse rule, and which failures are kernel findings.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "harness/conform.h"
@@ -66,6 +67,26 @@ TEST(ConformJudge, NanIsAcceptedOnlyWhereTheRoundedTruthIsNonFinite) {
   EXPECT_TRUE(v.ok) << v.detail;
   const ImplOutput wrong = Judged::output({nan, -0.25f, 0.125f, 0.0f});  // and a finite element off
   EXPECT_FALSE(judge(j.c, "fast", wrong, j.truths).ok);
+}
+
+// Where the reference is off the exact truth (0.9 of the kernel bound), a
+// kernel past the bound but beside the reference passes the judge; the
+// plain share (the literal check, exact truth only) still reports both as
+// they are against the exact truth.
+TEST(ConformJudge, PlainShareIgnoresTheRoundedTruth) {
+  Judged j;
+  // The kernel bound at element 0: 2u (1 + 0.5) + 1e-5 (1 + 1), u = 2^-24.
+  const double bound = 2 * std::ldexp(1.0, -24) * 1.5 + 2e-5;
+  j.truths.rounded.values[0] = 0.5 + 0.9 * bound;
+  j.reference = Judged::output({float(0.5 + 0.9 * bound), -0.25f, 0.125f, 1.0f});
+  const ImplOutput past = Judged::output({float(0.5 + 1.05 * bound), -0.25f, 0.125f, 1.0f});
+  const Verdict v = judge(j.c, "fast", past, j.truths, &j.reference);
+  EXPECT_TRUE(v.ok) << v.detail;
+  // float32 outputs: within an ulp at 0.5 (6e-8, 0.003 of the bound).
+  EXPECT_NEAR(v.plain_share, 1.05, 0.01);
+  EXPECT_NEAR(v.reference_plain_share, 0.9, 0.01);
+  const Verdict alone = judge(j.c, "fast", past, j.truths);
+  EXPECT_EQ(alone.reference_plain_share, -1);  // no reference output: not known
 }
 
 }  // namespace

@@ -192,6 +192,24 @@ TEST(Tolerance, KernelJudgingTruthTakesTheRoundedTruthWhereTheReferenceItselfIsB
   EXPECT_TRUE(summarize_errors(one_actual, one_target, DType::kFloat32, one_bound).pass);
 }
 
+// The formula written out by hand: 2u (max|V| + |truth|) + 1e-5 (1 + max|truth|).
+TEST(Tolerance, PlainBoundShareIsTheLiteralFormulaAgainstTheExactTruth) {
+  const double u = 1.0 / 256;  // bfloat16
+  const std::vector<double> exact = {1.0, -2.0}, vmax = {3.0, 3.0};
+  const double floor32 = 1e-5 * (1 + 2.0);
+  const double b0 = 2 * u * (3.0 + 1.0) + floor32, b1 = 2 * u * (3.0 + 2.0) + floor32;
+  EXPECT_NEAR(plain_bound_share(u, std::vector<double>{1.0 + 0.5 * b0, -2.0}, exact, vmax), 0.5, 1e-12);
+  EXPECT_NEAR(plain_bound_share(u, std::vector<double>{1.0 + 0.5 * b0, -2.0 - 1.5 * b1}, exact, vmax), 1.5, 1e-12);
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  // A NaN or infinity where the exact truth is finite fails any finite share.
+  EXPECT_EQ(plain_bound_share(u, std::vector<double>{nan, -2.0}, exact, vmax), inf);
+  EXPECT_EQ(plain_bound_share(u, std::vector<double>{1.0, inf}, exact, vmax), inf);
+  // The same non-finite value as the truth counts nothing; the other infinity fails.
+  const std::vector<double> nonfinite = {nan, inf};
+  EXPECT_EQ(plain_bound_share(u, std::vector<double>{nan, inf}, nonfinite, vmax), 0.0);
+  EXPECT_EQ(plain_bound_share(u, std::vector<double>{nan, -inf}, nonfinite, vmax), inf);
+}
+
 TEST(Tolerance, SummaryJsonIsOneObject) {
   const std::vector<double> truth{1.0};
   const std::string j = summary_json(summarize_errors(truth, truth, DType::kFloat16, {}), DType::kFloat16);
