@@ -2,6 +2,7 @@
 #include "kernels/fast/fast_attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstring>
 #include <stdexcept>
@@ -9,6 +10,7 @@
 #include "hwy/targets.h"
 #include "kernels/abi_dtype.h"
 #include "kernels/fast/cpu_traits.h"
+#include "kernels/fast/overflow_rows.h"
 #include "kernels/fast/plan.h"
 #include "kernels/fast/simd_attention.h"
 #include "kernels/fast/thread_pool.h"
@@ -90,11 +92,20 @@ rpa_status attention(const rpa_problem& p, const NativeKv& kv, float* out, std::
   plan.ctx.bf16_dot = paths.bf16_dot;
   plan.ctx.bf16_item = options.bf16_decode_item && has_bf16_dot() && has_byte_permute();
   plan.ctx.decode_item = options.bf16_decode_item;
+  std::atomic<bool> nonfinite_exact_scores{false};
+  plan.ctx.nonfinite_exact_scores = &nonfinite_exact_scores;
   // Rows past the output are not written (as the TPU kernel leaves them):
   // clearing them would cost a pass over the whole q-sized buffer per call.
   threads = std::max(1, std::min<int>(threads, int(std::min<size_t>(plan.items.size(), 1024))));
   run_plan(plan, threads);
   merge_partials(plan);
+  if (nonfinite_exact_scores.load()) {
+    const int64_t n = recompute_nonfinite_rows(plan, p);
+    if (n > 0)
+      plan.diagnostics.push_back("scores past float32's range: " + std::to_string(n) +
+                                 " output rows recomputed with the softmax in double (the exact math's answer "
+                                 "where the float32 reference's is NaN)");
+  }
   if (diagnostics) *diagnostics = std::move(plan.diagnostics);
   return rpa_status{RPA_OK, nullptr, nullptr};
 }

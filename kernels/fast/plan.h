@@ -1,6 +1,7 @@
 // The fast kernel's plan: per-sequence geometry as the reference slices it, row masks, skip proofs and work items.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -71,6 +72,10 @@ struct KernelCtx {
   // The AVX2 decode item for float32, bfloat16 and 8-bit float KV (GroupAvx2) may run on
   // the AVX2 target: Options::bf16_decode_item.
   bool decode_item = false;
+  // Set by the exact score recomputation when a recomputed score is not a
+  // finite float32 (null: not watched): its rows may be NaN where the exact
+  // math is finite, which recompute_nonfinite_rows (overflow_rows.h) mends.
+  std::atomic<bool>* nonfinite_exact_scores = nullptr;
 };
 
 // Token t's row of q head h in `s`, and where its output row goes: the one

@@ -416,6 +416,12 @@ inline const float* ExactKRow(const KernelCtx& c, const uint8_t* krow, bool nati
   return sc.exact_k.get();
 }
 
+// Notes a recomputed score (sm_scale applied) that float32 cannot hold:
+// past 3.4e38 the exact math is still finite, the float32 softmax not.
+inline void NoteExactScore(const KernelCtx& c, float score) {
+  if (!std::isfinite(score) && c.nonfinite_exact_scores) c.nonfinite_exact_scores->store(true, std::memory_order_relaxed);
+}
+
 // A group item's raw scores sa[key][4] of group gi (rows gi * 4 ..) of KV
 // head g, keys 0 .. nb of the block, recomputed exactly when large, or
 // always where `ill_conditioned` (GroupScoresIllConditioned). krow: the
@@ -426,8 +432,10 @@ inline void ExactGroupScoresIfLarge(const KernelCtx& c, const SeqPlan& s, int64_
   if (!ill_conditioned && !NeedsExactScores(sa, size_t(npad) * 4, std::fabs(c.sm_scale))) return;
   for (int64_t j = 0; j < nb; ++j) {
     const float* k = ExactKRow(c, krow[j], native, sc);
-    for (int64_t r = gi * 4; r < std::min<int64_t>(R, gi * 4 + 4); ++r)
+    for (int64_t r = gi * 4; r < std::min<int64_t>(R, gi * 4 + 4); ++r) {
       sa[j * 4 + r % 4] = ExactDot(QRow(c, s, g, r), k, c.head_dim);
+      NoteExactScore(c, sa[j * 4 + r % 4] * c.sm_scale);
+    }
   }
 }
 
@@ -483,7 +491,10 @@ inline void ExactTileScoresIfLarge(const KernelCtx& c, const SeqPlan& s, int64_t
   if (!NeedsExactScores(st, size_t(nbp) * RP, 1.0f)) return;
   for (int64_t j = 0; j < nb; ++j) {
     const float* k = ExactKRow(c, krow[j], native, sc);
-    for (int64_t r = 0; r < R; ++r) st[j * RP + r] = ExactDot(QRow(c, s, g, row0 + r), k, c.head_dim) * c.sm_scale;
+    for (int64_t r = 0; r < R; ++r) {
+      st[j * RP + r] = ExactDot(QRow(c, s, g, row0 + r), k, c.head_dim) * c.sm_scale;
+      NoteExactScore(c, st[j * RP + r]);
+    }
   }
 }
 

@@ -1113,6 +1113,24 @@ TEST(FastEdges, ScoresWhoseFloat32SumsOverflowAreRecomputedExactly) {
       });
 }
 
+// Scores past float32's range (|sm_scale| 1e37 on dot products of a few
+// units): a float32 softmax - the reference's (kernel.py:142), and the
+// tiles' and items' - is NaN there (Inf - Inf), while the exact math is
+// finite: the largest scores' keys take all the weight. Such rows are
+// recomputed in double (recompute_nonfinite_rows) and must come out within
+// the bound of the float64 truth. Decode and 40-row batches through every
+// item and tile of the dispatched target, then of AVX2.
+TEST(FastEdges, ScoresPastFloat32sRangeGiveTheExactMathsAnswer) {
+  std::mt19937 rng(37);
+  for (bool avx2 : {false, true}) {
+    OnlyAvx2 only(avx2);
+    if (avx2 && !only.ok) continue;
+    expect_batches_within_bound(rng, {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN, DType::kInt8},
+                                {100, 17, 3}, [&rng](TestCase& c) { c.sm_scale = rng() % 2 ? 1e37f : -1e37f; });
+    if (HasFatalFailure()) return;
+  }
+}
+
 // Non-finite KV through the decode item, as the reference
 // (ref_ragged_paged_attention, kernel.py:132-145) has it: a NaN key inside
 // kv_len makes its scores NaN, and `attn += where(mask, mask_value, 0)`

@@ -1,0 +1,107 @@
+// Output rows whose float32 scores overflowed, recomputed in double precision.
+#include "kernels/fast/overflow_rows.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "oracle/dtype.h"
+
+namespace rpa::fast {
+namespace {
+
+// a + b with b's rounding error kept (Knuth's TwoSum): a value as hi + lo.
+struct DoubleDouble {
+  double hi = 0, lo = 0;
+  void add(double x) {
+    const double s = hi + x, bp = s - hi;
+    lo += (hi - (s - bp)) + (x - bp);
+    hi = s;
+  }
+  void normalise() {
+    const double s = hi + lo;
+    lo -= s - hi;
+    hi = s;
+  }
+};
+
+// K or V element as the reference dequantises it: x.astype(f32) * scale,
+// cast to q's dtype (kernel.py:118-123).
+float dequantised(const KernelCtx& c, float x, bool scaled, float scale) {
+  return scaled ? round_to(c.q_dtype, x * scale) : x;
+}
+
+// Row `t`, q head `h` of `s`, into `out` (head_dim values); false where an
+// input is not finite (the row is then left as the kernel wrote it).
+bool recompute_row(const KernelCtx& c, const rpa_problem& p, const SeqPlan& s, int64_t t, int64_t h,
+                   std::vector<DoubleDouble>& score, std::vector<double>& acc) {
+  const int64_t D = c.head_dim, ps = c.page_size;
+  const int64_t g = h / c.group;
+  const float* q = QHeadRow(c, s, t, h);
+  if (!std::all_of(q, q + D, [](float x) { return std::isfinite(x); })) return false;
+  const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
+  const auto kv_row = [&](int64_t j, int64_t head) {
+    const int64_t slot = int64_t(pages[j / ps]) * ps + j % ps;
+    return p.kv_pages + (slot * c.num_combined_kv_heads + head) * D;
+  };
+  const RowRange r = row_range(c, s, t);
+  score.assign(size_t(s.num_keys), {});
+  int64_t best = -1;
+  for (int64_t j = 0; j < s.num_keys; ++j) {
+    const float* k = kv_row(j, 2 * g);
+    DoubleDouble dot;
+    for (int64_t d = 0; d < D; ++d) {
+      const float kd = dequantised(c, k[d], c.has_k_scale, c.k_scale);
+      if (!std::isfinite(kd)) return false;
+      dot.add(double(q[d]) * double(kd));  // exact: 24-bit by 24-bit significands
+    }
+    dot.normalise();
+    // sm_scale * q.k (kernel.py:132) as hi + lo: the product's rounding error by FMA.
+    const double sm = c.sm_scale;
+    DoubleDouble x{dot.hi * sm, 0};
+    x.lo = std::fma(dot.hi, sm, -x.hi) + dot.lo * sm;
+    if (c.has_soft_cap) x = {double(c.soft_cap) * std::tanh((x.hi + x.lo) / double(c.soft_cap)), 0};
+    if (j < r.lo || j > r.hi) x.add(double(c.mask_value)), x.normalise();
+    score[size_t(j)] = x;
+    if (best < 0 || (x.hi - score[size_t(best)].hi) + (x.lo - score[size_t(best)].lo) > 0) best = j;
+  }
+  std::fill(acc.begin(), acc.end(), 0.0);
+  double sum = 0;
+  for (int64_t j = 0; j < s.num_keys; ++j) {
+    const DoubleDouble& x = score[size_t(j)];
+    const double w = std::exp((x.hi - score[size_t(best)].hi) + (x.lo - score[size_t(best)].lo));
+    sum += w;
+    const float* v = kv_row(j, 2 * g + 1);
+    for (int64_t d = 0; d < D; ++d) {
+      const float vd = dequantised(c, v[d], c.has_v_scale, c.v_scale);
+      if (!std::isfinite(vd)) return false;
+      acc[size_t(d)] += w * double(vd);
+    }
+  }
+  for (int64_t d = 0; d < D; ++d) acc[size_t(d)] /= sum;
+  return true;
+}
+
+}  // namespace
+
+int64_t recompute_nonfinite_rows(const Plan& plan, const rpa_problem& p) {
+  const KernelCtx& c = plan.ctx;
+  const int64_t D = c.head_dim;
+  std::vector<DoubleDouble> score;
+  std::vector<double> acc(size_t(std::max<int64_t>(D, 0)));
+  int64_t rewritten = 0;
+  for (const SeqPlan& s : plan.seqs) {
+    if (!s.k_finite || s.num_keys <= 0) continue;
+    for (int64_t t = 0; t < s.num_tokens; ++t)
+      for (int64_t h = 0; h < c.num_q_heads; ++h) {
+        float* out = OutHeadRow(c, s, t, h);
+        if (std::all_of(out, out + D, [](float x) { return std::isfinite(x); })) continue;
+        if (!recompute_row(c, p, s, t, h, score, acc)) continue;
+        for (int64_t d = 0; d < D; ++d) out[d] = round_to(c.q_dtype, float(acc[size_t(d)]));
+        ++rewritten;
+      }
+  }
+  return rewritten;
+}
+
+}  // namespace rpa::fast
