@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -31,9 +32,25 @@ double percentile(std::vector<double> v, double p) {
 void tally_plain(ImplTally& t, const Verdict& v, const std::string& id) {
   if (v.raised || v.kernel_finding) return;
   const bool oracle_within = v.reference_plain_share >= 0 && v.reference_plain_share <= 1;
-  if (v.plain_share > 1) ++t.plain_over, t.plain_over_alone += oracle_within;
+  if (v.plain_share > 1) {
+    ++t.plain_over, t.plain_over_alone += oracle_within;
+    t.plain_over_cases.push_back(id);
+    t.plain_over_shares.push_back(v.plain_share);
+    t.plain_over_oracle_shares.push_back(v.reference_plain_share);
+  }
   if (oracle_within && (v.plain_share > t.max_plain_share || t.worst_plain_case.empty()))
     t.max_plain_share = std::max(t.max_plain_share, v.plain_share), t.worst_plain_case = id;
+}
+
+// Each case over the plain bound with its share and the oracle's (-1: the
+// oracle did not run; JSON has no infinity, so an infinite share is null).
+nlohmann::json plain_cases(const ImplTally& t) {
+  nlohmann::json a = nlohmann::json::array();
+  const auto share = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); };
+  for (size_t i = 0; i < t.plain_over_cases.size(); ++i)
+    a.push_back({{"case", t.plain_over_cases[i]}, {"share", share(t.plain_over_shares[i])},
+                 {"oracle_share", share(t.plain_over_oracle_shares[i])}});
+  return a;
 }
 
 }  // namespace
@@ -176,7 +193,7 @@ std::string report_json(const ConformReport& r, const ConformOptions& o) {
                           {"p99_ulp", percentile(t.case_max_ulps, 0.99)}, {"worst_case", t.worst_case},
                           {"worst_bound_case", t.worst_bound_case}, {"max_plain_share", t.max_plain_share},
                           {"worst_plain_case", t.worst_plain_case}, {"plain_over", t.plain_over},
-                          {"plain_over_alone", t.plain_over_alone}});
+                          {"plain_over_alone", t.plain_over_alone}, {"plain_over_cases", plain_cases(t)}});
   return j.dump();
 }
 
