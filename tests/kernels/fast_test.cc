@@ -112,6 +112,19 @@ struct OnlyAvx2 {
   }
 };
 
+// Runs `body` on the dispatched target, then with Highway limited to AVX2
+// where the CPU has it (its own decode item and tile widths); stops after
+// a fatal failure.
+template <class Body>
+void OnDispatchedThenAvx2(Body body) {
+  for (const bool avx2 : {false, true}) {
+    const OnlyAvx2 only(avx2);
+    if (avx2 && !only.ok) continue;
+    body(avx2);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
 // The AVX2 decode item widens 8-bit float KV through float16 (F16C),
 // float8_e4m3fn's values divided by 2^8 with q and the probabilities
 // multiplied by 2^8 instead. Every pattern against the dtype model: the
@@ -989,9 +1002,7 @@ TEST(FastEdges, Avx2DecodeItemLeavesQThatItsFp8ScaleWouldOverflow) {
 // under sm_scale 0 as large, the AVX2 item's rows were NaN.
 TEST(FastEdges, AnOverflowingRawScoreUnderAZeroSmScaleIsRecomputed) {
   std::mt19937 rng(505);
-  for (const bool avx2 : {false, true}) {
-    const OnlyAvx2 only(avx2);
-    if (avx2 && !only.ok) continue;
+  OnDispatchedThenAvx2([&](bool avx2) {
     TestCase c = decode_batch(rng, DType::kFloat32, DType::kFloat32, 1, 4, 1, {3, 20}, 16);
     std::fill(c.q.begin(), c.q.end(), 0x1p127f);
     for (int64_t page = 0; page < c.P; ++page)  // every other score 0, not past float32's range
@@ -1003,8 +1014,7 @@ TEST(FastEdges, AnOverflowingRawScoreUnderAZeroSmScaleIsRecomputed) {
     c.sm_scale = 0.0f;
     SCOPED_TRACE(describe(c) + (avx2 ? " AVX2" : " dispatched"));
     expect_within_bound(c, run_fast(c));
-    if (HasFatalFailure()) return;
-  }
+  });
 }
 
 // 8-bit float KV with k_scale / v_scale: with bfloat16 q the decode item
@@ -1122,13 +1132,10 @@ TEST(FastEdges, ScoresWhoseFloat32SumsOverflowAreRecomputedExactly) {
 // item and tile of the dispatched target, then of AVX2.
 TEST(FastEdges, ScoresPastFloat32sRangeGiveTheExactMathsAnswer) {
   std::mt19937 rng(37);
-  for (bool avx2 : {false, true}) {
-    OnlyAvx2 only(avx2);
-    if (avx2 && !only.ok) continue;
+  OnDispatchedThenAvx2([&](bool) {
     expect_batches_within_bound(rng, {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN, DType::kInt8},
                                 {100, 17, 3}, [&rng](TestCase& c) { c.sm_scale = rng() % 2 ? 1e37f : -1e37f; });
-    if (HasFatalFailure()) return;
-  }
+  });
 }
 
 // Non-finite KV through the decode item, as the reference
@@ -1316,9 +1323,7 @@ void fill_unit_q_and_integer_kv(TestCase& c, std::mt19937& rng, int lo, int span
 // cap). Both SIMD widths: the AVX2 tile cuts its chains the same way.
 TEST(FastEdges, LongHeadDimTileScoresStayWithinTheBound) {
   std::mt19937 rng(5);
-  for (const bool avx2 : {false, true}) {
-    const OnlyAvx2 only(avx2);
-    if (avx2 && !only.ok) continue;
+  OnDispatchedThenAvx2([&](bool avx2) {
     for (int iter = 0; iter < 4; ++iter) {
       TestCase c = decode_batch(rng, DType::kFloat32, DType::kInt4, 2, 4, /*q_len=*/23, {148, 62}, /*head_dim=*/256);
       fill_unit_q_and_integer_kv(c, rng, -8, 16);
@@ -1329,7 +1334,7 @@ TEST(FastEdges, LongHeadDimTileScoresStayWithinTheBound) {
       expect_within_bound(c, run_fast(c));
       if (HasFatalFailure()) return;
     }
-  }
+  });
 }
 
 // Scores of tens summed from products of hundreds (int8 K over its whole
@@ -1343,9 +1348,7 @@ TEST(FastEdges, LongHeadDimTileScoresStayWithinTheBound) {
 // reference's once-rounded scores. Both SIMD widths.
 TEST(FastEdges, DecodeRowsOfIllConditionedScoresFollowTheOnceRoundedScores) {
   std::mt19937 rng(17);
-  for (const bool avx2 : {false, true}) {
-    const OnlyAvx2 only(avx2);
-    if (avx2 && !only.ok) continue;
+  OnDispatchedThenAvx2([&](bool avx2) {
     double worst = 0.0;
     for (int iter = 0; iter < 8; ++iter) {
       TestCase c = decode_batch(rng, DType::kFloat32, DType::kInt8, 1, 4, /*q_len=*/1, {124, 94, 40}, /*head_dim=*/96);
@@ -1361,7 +1364,7 @@ TEST(FastEdges, DecodeRowsOfIllConditionedScoresFollowTheOnceRoundedScores) {
         worst = std::max(worst, std::fabs(double(got[o]) - t.out[o]) / t.bound[o]);
     }
     EXPECT_LE(worst, 0.125) << (avx2 ? "AVX2" : "best target");
-  }
+  });
 }
 
 // bfloat16 q and KV with head_dim 128: the VDPBF16PS tile where the CPU has it, and the float32 tile.
