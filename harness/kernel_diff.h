@@ -22,7 +22,9 @@ struct DiffFailure {
 
 // The first in-tree implementation (oracle, tiled, fast; one thread each)
 // that fails `c` with something other than a known upstream-kernel
-// behaviour; nullopt where all pass or the truth rejects the case.
+// behaviour, or the fast kernel over the plain bound where the oracle is
+// within it (Verdict::plain_share); nullopt where all pass or the truth
+// rejects the case.
 std::optional<DiffFailure> kernel_diff_failure(const Case& c);
 
 // The case the fuzz target builds from its input.
