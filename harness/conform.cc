@@ -34,9 +34,7 @@ void tally_plain(ImplTally& t, const Verdict& v, const std::string& id) {
   const bool oracle_within = v.reference_plain_share >= 0 && v.reference_plain_share <= 1;
   if (v.plain_share > 1) {
     ++t.plain_over, t.plain_over_alone += oracle_within;
-    t.plain_over_cases.push_back(id);
-    t.plain_over_shares.push_back(v.plain_share);
-    t.plain_over_oracle_shares.push_back(v.reference_plain_share);
+    t.plain_over_cases.push_back({id, v.plain_share, v.reference_plain_share});
   }
   if (oracle_within && (v.plain_share > t.max_plain_share || t.worst_plain_case.empty()))
     t.max_plain_share = std::max(t.max_plain_share, v.plain_share), t.worst_plain_case = id;
@@ -47,9 +45,8 @@ void tally_plain(ImplTally& t, const Verdict& v, const std::string& id) {
 nlohmann::json plain_cases(const ImplTally& t) {
   nlohmann::json a = nlohmann::json::array();
   const auto share = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); };
-  for (size_t i = 0; i < t.plain_over_cases.size(); ++i)
-    a.push_back({{"case", t.plain_over_cases[i]}, {"share", share(t.plain_over_shares[i])},
-                 {"oracle_share", share(t.plain_over_oracle_shares[i])}});
+  for (const auto& p : t.plain_over_cases)
+    a.push_back({{"case", p.id}, {"share", share(p.share)}, {"oracle_share", share(p.oracle_share)}});
   return a;
 }
 

@@ -58,10 +58,13 @@ struct ImplTally {
   // check fails this implementation but not the reference); the largest
   // share over the cases where the oracle is within it.
   int plain_over = 0, plain_over_alone = 0;
-  std::vector<std::string> plain_over_cases;  // ids, the oracle's own share beside each in the JSON
+  struct PlainOver {
+    std::string id;
+    double share = 0, oracle_share = -1;  // Verdict::plain_share, reference_plain_share
+  };
+  std::vector<PlainOver> plain_over_cases;
   double max_plain_share = 0;
   std::string worst_plain_case;
-  std::vector<double> plain_over_shares, plain_over_oracle_shares;  // per plain_over_cases entry
 };
 
 struct ConformReport {
