@@ -89,5 +89,22 @@ TEST(ConformJudge, PlainShareIgnoresTheRoundedTruth) {
   EXPECT_EQ(alone.reference_plain_share, -1);  // no reference output: not known
 }
 
+// Where the reference's float32 overflowed (NaN everywhere, the rounded
+// truth NaN) and a kernel gives the exact math's answer, half its bound
+// off: the reference has no error to be far better than. The same output
+// beside a finite reference that is exact is far worse (the rule still
+// holds where both have values).
+TEST(ConformJudge, AFiniteAnswerIsNotFarWorseThanANanReference) {
+  Judged j;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const ImplOutput got = Judged::output({0.5f + kSmallError, -0.25f, 0.125f, 1.0f});
+  Judged overflowed;
+  overflowed.truths.rounded.values.assign(4, std::numeric_limits<double>::quiet_NaN());
+  overflowed.reference = Judged::output({nan, nan, nan, nan});
+  const Verdict v = judge(overflowed.c, "fast", got, overflowed.truths, &overflowed.reference);
+  EXPECT_TRUE(v.ok) << v.detail;
+  EXPECT_FALSE(judge(j.c, "fast", got, j.truths, &j.reference).ok);
+}
+
 }  // namespace
 }  // namespace rpa
