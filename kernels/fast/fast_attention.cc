@@ -100,7 +100,7 @@ rpa_status attention(const rpa_problem& p, const NativeKv& kv, float* out, std::
   run_plan(plan, threads);
   merge_partials(plan);
   if (nonfinite_exact_scores.load()) {
-    const int64_t n = recompute_nonfinite_rows(plan, p);
+    const int64_t n = recompute_nonfinite_rows(plan, p, threads);
     if (n > 0)
       plan.diagnostics.push_back("scores past float32's range: " + std::to_string(n) +
                                  " output rows recomputed with the softmax in double (the exact math's answer "

@@ -2,9 +2,12 @@
 #include "kernels/fast/overflow_rows.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <utility>
 #include <vector>
 
+#include "kernels/fast/thread_pool.h"
 #include "oracle/dtype.h"
 
 namespace rpa::fast {
@@ -84,24 +87,36 @@ bool recompute_row(const KernelCtx& c, const rpa_problem& p, const SeqPlan& s, i
 
 }  // namespace
 
-int64_t recompute_nonfinite_rows(const Plan& plan, const rpa_problem& p) {
+int64_t recompute_nonfinite_rows(const Plan& plan, const rpa_problem& p, int threads) {
   const KernelCtx& c = plan.ctx;
   const int64_t D = c.head_dim;
-  std::vector<DoubleDouble> score;
-  std::vector<double> acc(size_t(std::max<int64_t>(D, 0)));
-  int64_t rewritten = 0;
-  for (const SeqPlan& s : plan.seqs) {
+  // (sequence, token) units, claimed by the threads: a prefill whose
+  // every score overflows has all its rows to redo.
+  std::vector<std::pair<size_t, int64_t>> units;
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    const SeqPlan& s = plan.seqs[i];
     if (!s.k_finite || s.num_keys <= 0) continue;
-    for (int64_t t = 0; t < s.num_tokens; ++t)
+    for (int64_t t = 0; t < s.num_tokens; ++t) units.emplace_back(i, t);
+  }
+  std::atomic<size_t> next{0};
+  std::atomic<int64_t> rewritten{0};
+  const int n = std::max(1, int(std::min<size_t>(size_t(std::max(threads, 1)), units.size())));
+  ThreadPool::global().run(n, [&](int) {
+    std::vector<DoubleDouble> score;
+    std::vector<double> acc(size_t(std::max<int64_t>(D, 0)));
+    for (size_t u = next.fetch_add(1); u < units.size(); u = next.fetch_add(1)) {
+      const SeqPlan& s = plan.seqs[units[u].first];
+      const int64_t t = units[u].second;
       for (int64_t h = 0; h < c.num_q_heads; ++h) {
         float* out = OutHeadRow(c, s, t, h);
         if (std::all_of(out, out + D, [](float x) { return std::isfinite(x); })) continue;
         if (!recompute_row(c, p, s, t, h, score, acc)) continue;
         for (int64_t d = 0; d < D; ++d) out[d] = round_to(c.q_dtype, float(acc[size_t(d)]));
-        ++rewritten;
+        rewritten.fetch_add(1, std::memory_order_relaxed);
       }
-  }
-  return rewritten;
+    }
+  });
+  return rewritten.load();
 }
 
 }  // namespace rpa::fast

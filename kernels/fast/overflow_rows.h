@@ -20,8 +20,8 @@ namespace rpa::fast {
 // equal stay equal; the mask term and soft cap as the tiles apply them
 // (row_range); the weights and p.v in double, rounded once to q's dtype.
 // Rows whose inputs hold a NaN or Inf keep the kernel's answer (the
-// reference's poisoning, which the exact math shares). Returns how many
-// rows were rewritten.
-int64_t recompute_nonfinite_rows(const Plan& plan, const rpa_problem& p);
+// reference's poisoning, which the exact math shares). On `threads`
+// threads, a token's rows each; returns how many rows were rewritten.
+int64_t recompute_nonfinite_rows(const Plan& plan, const rpa_problem& p, int threads);
 
 }  // namespace rpa::fast
