@@ -18,12 +18,14 @@ struct DoubleDouble {
   double hi = 0, lo = 0;
   void add(double x) {
     const double s = hi + x, bp = s - hi;
-    lo += (hi - (s - bp)) + (x - bp);
+    // An infinite sum (mask_value -inf) has no rounding error to keep: the
+    // error formula would give Inf - Inf (so in normalise).
+    lo = std::isfinite(s) ? lo + ((hi - (s - bp)) + (x - bp)) : 0.0;
     hi = s;
   }
   void normalise() {
     const double s = hi + lo;
-    lo -= s - hi;
+    lo = std::isfinite(s) ? lo - (s - hi) : 0.0;
     hi = s;
   }
 };

@@ -494,16 +494,20 @@ Truth truth_of(const TestCase& c, bool round_scores = false) {
         }
         // exponent_j = (s_j - s_ref) + M * (masked_j - masked_ref), ref the argmax.
         const double M = c.mask_value;
+        // 0 between keys masked alike (an infinite M times 0 would be NaN).
+        const auto mask_term = [&](int64_t j, int64_t r) {
+          return masked[j] == masked[r] ? 0.0 : M * (masked[j] - masked[r]);
+        };
         int64_t ref = -1;
         for (int64_t j = 0; j < kl; ++j) {
           if (ref < 0) { ref = j; continue; }
-          const double e = (s[j] - s[ref]) + M * (masked[j] - masked[ref]);
+          const double e = (s[j] - s[ref]) + mask_term(j, ref);
           if (e > 0) ref = j;
         }
         std::vector<double> w(kl);
         double sum = 0;
         for (int64_t j = 0; j < kl; ++j) {
-          w[j] = std::exp((s[j] - s[ref]) + M * (masked[j] - masked[ref]));
+          w[j] = std::exp((s[j] - s[ref]) + mask_term(j, ref));
           sum += w[j];
         }
         for (int64_t d = 0; d < c.D; ++d) {
@@ -1132,9 +1136,22 @@ TEST(FastEdges, ScoresWhoseFloat32SumsOverflowAreRecomputedExactly) {
 // item and tile of the dispatched target, then of AVX2.
 TEST(FastEdges, ScoresPastFloat32sRangeGiveTheExactMathsAnswer) {
   std::mt19937 rng(37);
-  OnDispatchedThenAvx2([&](bool) {
+  OnDispatchedThenAvx2([&](bool avx2) {
     expect_batches_within_bound(rng, {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN, DType::kInt8},
                                 {100, 17, 3}, [&rng](TestCase& c) { c.sm_scale = rng() % 2 ? 1e37f : -1e37f; });
+    if (::testing::Test::HasFatalFailure()) return;
+    // A mask_value of -inf over a sliding window: masked keys weigh exactly
+    // 0 (decode rows, so no row has every key masked).
+    for (DType kv : {DType::kBFloat16, DType::kInt8}) {
+      TestCase c = decode_batch(rng, DType::kFloat32, kv, 2, 4, 1, {100, 17, 3});
+      c.sm_scale = 1e37f;
+      c.mask_value = -std::numeric_limits<float>::infinity();
+      c.has_window = true;
+      c.window = 8;
+      SCOPED_TRACE(describe(c) + (avx2 ? " AVX2" : ""));
+      expect_within_bound(c, run_fast(c));
+      if (::testing::Test::HasFatalFailure()) return;
+    }
   });
 }
 
