@@ -1,12 +1,6 @@
 #!/usr/bin/env bash
 # rpa gen-case: the case conform generates for a seed, as a case file: named by its id, the same bytes every time, runnable by run-case.
-set -u
-rpa=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-fail=0
-bad() { echo "FAIL $*"; fail=1; }
+. "$(dirname "$0")/lib/scratch.sh"
 
 "$rpa" gen-case --seed 7 > a.json || bad "gen-case to stdout: exit $?"
 "$rpa" gen-case --seed 7 --out b.json 2> err.txt || bad "gen-case --out: exit $?"

@@ -2,13 +2,7 @@
 # rpa conform reports the plain bound (the exact truth only) beside its verdict. gen-large-600693 (sm_scale 1e37,
 # integer V) has scores past float32's range: the oracle's float32 softmax is NaN there (its integer cast 0), the
 # exact math finite; the fast kernel recomputes such rows in double and must be within the plain bound.
-set -u
-rpa=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-fail=0
-bad() { echo "FAIL $*"; fail=1; }
+. "$(dirname "$0")/lib/scratch.sh"
 
 "$rpa" conform --shapes large --seed 600693 --cases 1 --impls oracle,fast --progress 0 --json r.json > out.txt 2> err.txt
 rc=$?

@@ -1,12 +1,6 @@
 #!/usr/bin/env bash
 # rpa --simd: an unknown target is refused with the list of this CPU's; a known one runs conform on it and says so.
-set -u
-rpa=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-fail=0
-bad() { echo "FAIL $*"; fail=1; }
+. "$(dirname "$0")/lib/scratch.sh"
 
 "$rpa" conform --simd no-such-target --cases 1 > out.txt 2> err.txt
 rc=$?
