@@ -77,9 +77,14 @@ int run(const Options& opt) {
                    t.values.size(), opt.truth.c_str(), truth.size());
       return kExitBadInput;
     }
-    if (opt.bound == "kernel") {
-      const double u = path_unit_roundoff(c.call.q.dtype, c.call.kv_pages.dtype, !c.call.k_scale.is_none(),
-                                          !c.call.v_scale.is_none());
+    const double u = path_unit_roundoff(c.call.q.dtype, c.call.kv_pages.dtype, !c.call.k_scale.is_none(),
+                                        !c.call.v_scale.is_none());
+    if (opt.bound == "plain") {
+      // The kernel bound applied literally at TRUTH (the exact truth, as
+      // run-case --impl truth-exact writes it): no rounded truth, no
+      // non-finite output accepted - an outside check's reading.
+      bound = kernel_bound(u, truth, t.v_abs_max);
+    } else if (opt.bound == "kernel") {
       KernelJudgement k = kernel_judgement(u, actual, truth, t.values, t.scores_off_exact, t.v_abs_max);
       if (k.from_rounded > 0)
         std::fprintf(stderr,
@@ -114,8 +119,11 @@ const VerbRegistration kRegistration{
       sub.add_flag("--json", opt->json, "print the summary as one JSON object");
       sub.add_option("--case", opt->case_path,
                      "the case both outputs come from: enables the conditioning-aware bounds");
-      sub.add_option("--bound", opt->bound, "with --case: 'reference' (default) or 'kernel'")
-          ->check(CLI::IsMember({"reference", "kernel"}));
+      sub.add_option("--bound", opt->bound,
+                     "with --case: 'reference' (default), 'kernel' (as conform judges a kernel), or 'plain' (the "
+                     "kernel bound at TRUTH with none of the judge's allowances for the reference's own float32 "
+                     "behaviour: TRUTH from run-case --impl truth-exact)")
+          ->check(CLI::IsMember({"reference", "kernel", "plain"}));
       return [opt] { return run(*opt); };
     }};
 
