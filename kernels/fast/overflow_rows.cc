@@ -18,17 +18,36 @@ struct DoubleDouble {
   double hi = 0, lo = 0;
   void add(double x) {
     const double s = hi + x, bp = s - hi;
-    // An infinite sum (mask_value -inf) has no rounding error to keep: the
-    // error formula would give Inf - Inf (so in normalise).
-    lo = std::isfinite(s) ? lo + ((hi - (s - bp)) + (x - bp)) : 0.0;
+    lo += (hi - (s - bp)) + (x - bp);
     hi = s;
   }
   void normalise() {
     const double s = hi + lo;
-    lo = std::isfinite(s) ? lo - (s - hi) : 0.0;
+    lo -= s - hi;
     hi = s;
   }
 };
+
+// A key's score: sm_scale * q.k (after the soft cap) as a double-double,
+// and whether mask_value is added to it. The mask term is kept apart: at
+// scores of 1e75 a double-double resolves about 1e43, so `+ mask_value`
+// (-20, say) would vanish and a masked key tied with the best would weigh
+// 1 instead of e^-20 (kernel_diff found that one).
+struct KeyScore {
+  DoubleDouble base;
+  bool masked = false;
+};
+
+// The softmax exponent of key j against key r: (s_j + M [j masked]) -
+// (s_r + M [r masked]). A finite M cancels exactly between keys masked
+// alike, as in the exact math; a non-finite one is added as the reference
+// adds it (-inf - -inf is NaN where every key is masked).
+double exponent(const KeyScore& j, const KeyScore& r, double mask_value) {
+  const double base = (j.base.hi - r.base.hi) + (j.base.lo - r.base.lo);
+  if (std::isfinite(mask_value))
+    return j.masked == r.masked ? base : base + mask_value * (double(j.masked) - double(r.masked));
+  return base + ((j.masked ? mask_value : 0.0) - (r.masked ? mask_value : 0.0));
+}
 
 // K or V element as the reference dequantises it: x.astype(f32) * scale,
 // cast to q's dtype (kernel.py:118-123).
@@ -39,7 +58,7 @@ float dequantised(const KernelCtx& c, float x, bool scaled, float scale) {
 // Row `t`, q head `h` of `s`, into `out` (head_dim values); false where an
 // input is not finite (the row is then left as the kernel wrote it).
 bool recompute_row(const KernelCtx& c, const rpa_problem& p, const SeqPlan& s, int64_t t, int64_t h,
-                   std::vector<DoubleDouble>& score, std::vector<double>& acc) {
+                   std::vector<KeyScore>& score, std::vector<double>& acc) {
   const int64_t D = c.head_dim, ps = c.page_size;
   const int64_t g = h / c.group;
   const float* q = QHeadRow(c, s, t, h);
@@ -63,18 +82,16 @@ bool recompute_row(const KernelCtx& c, const rpa_problem& p, const SeqPlan& s, i
     dot.normalise();
     // sm_scale * q.k (kernel.py:132) as hi + lo: the product's rounding error by FMA.
     const double sm = c.sm_scale;
-    DoubleDouble x{dot.hi * sm, 0};
-    x.lo = std::fma(dot.hi, sm, -x.hi) + dot.lo * sm;
-    if (c.has_soft_cap) x = {double(c.soft_cap) * std::tanh((x.hi + x.lo) / double(c.soft_cap)), 0};
-    if (j < r.lo || j > r.hi) x.add(double(c.mask_value)), x.normalise();
-    score[size_t(j)] = x;
-    if (best < 0 || (x.hi - score[size_t(best)].hi) + (x.lo - score[size_t(best)].lo) > 0) best = j;
+    KeyScore& x = score[size_t(j)];
+    x.base = {dot.hi * sm, std::fma(dot.hi, sm, -dot.hi * sm) + dot.lo * sm};
+    if (c.has_soft_cap) x.base = {double(c.soft_cap) * std::tanh((x.base.hi + x.base.lo) / double(c.soft_cap)), 0};
+    x.masked = j < r.lo || j > r.hi;
+    if (best < 0 || exponent(x, score[size_t(best)], c.mask_value) > 0) best = j;
   }
   std::fill(acc.begin(), acc.end(), 0.0);
   double sum = 0;
   for (int64_t j = 0; j < s.num_keys; ++j) {
-    const DoubleDouble& x = score[size_t(j)];
-    const double w = std::exp((x.hi - score[size_t(best)].hi) + (x.lo - score[size_t(best)].lo));
+    const double w = std::exp(exponent(score[size_t(j)], score[size_t(best)], c.mask_value));
     sum += w;
     const float* v = kv_row(j, 2 * g + 1);
     for (int64_t d = 0; d < D; ++d) {
@@ -104,7 +121,7 @@ int64_t recompute_nonfinite_rows(const Plan& plan, const rpa_problem& p, int thr
   std::atomic<int64_t> rewritten{0};
   const int n = std::max(1, int(std::min<size_t>(size_t(std::max(threads, 1)), units.size())));
   ThreadPool::global().run(n, [&](int) {
-    std::vector<DoubleDouble> score;
+    std::vector<KeyScore> score;
     std::vector<double> acc(size_t(std::max<int64_t>(D, 0)));
     for (size_t u = next.fetch_add(1); u < units.size(); u = next.fetch_add(1)) {
       const SeqPlan& s = plan.seqs[units[u].first];

@@ -1140,18 +1140,39 @@ TEST(FastEdges, ScoresPastFloat32sRangeGiveTheExactMathsAnswer) {
     expect_batches_within_bound(rng, {DType::kFloat32, DType::kBFloat16, DType::kFloat8E4M3FN, DType::kInt8},
                                 {100, 17, 3}, [&rng](TestCase& c) { c.sm_scale = rng() % 2 ? 1e37f : -1e37f; });
     if (::testing::Test::HasFatalFailure()) return;
-    // A mask_value of -inf over a sliding window: masked keys weigh exactly
-    // 0 (decode rows, so no row has every key masked).
-    for (DType kv : {DType::kBFloat16, DType::kInt8}) {
-      TestCase c = decode_batch(rng, DType::kFloat32, kv, 2, 4, 1, {100, 17, 3});
-      c.sm_scale = 1e37f;
-      c.mask_value = -std::numeric_limits<float>::infinity();
-      c.has_window = true;
-      c.window = 8;
-      SCOPED_TRACE(describe(c) + (avx2 ? " AVX2" : ""));
-      expect_within_bound(c, run_fast(c));
-      if (::testing::Test::HasFatalFailure()) return;
-    }
+    // Over a sliding window (decode rows, so no row has every key masked):
+    // mask_value -inf, where masked keys weigh exactly 0, and -20 with
+    // head_dim 1, K in {-2, -1, 1, 2} times k_scale 1.1, |q| in [4, 8) and
+    // sm_scale 1e38 (every score past float32's range), where masked keys tie with the best
+    // unmasked ones but for the mask term, e^-20 of their weight - which a
+    // double-double score of 1e38 cannot resolve unless the term is kept
+    // apart (kernel_diff found a masked tie weighing 1).
+    std::uniform_real_distribution<float> big(4.0f, 8.0f);
+    for (DType kv : {DType::kBFloat16, DType::kInt8})
+      for (const float mask : {-std::numeric_limits<float>::infinity(), -20.0f}) {
+        const bool ties = mask == -20.0f;
+        TestCase c = decode_batch(rng, DType::kFloat32, kv, 2, 4, 1, {100, 17, 3}, ties ? 1 : 128);
+        c.sm_scale = 1e37f;
+        if (ties) {
+          for (int64_t i = 0; i < c.S; ++i)
+            for (int64_t j = 0; j < c.kv_lens[i]; ++j)
+              for (int64_t h = 0; h < c.Hc; h += 2)
+                c.kv_at(c.page_indices[i * c.pps + j / c.ps], j % c.ps, h, 0) =
+                    float(rng() % 2 ? 1 : 2) * (rng() % 2 ? 1.0f : -1.0f);
+          for (auto& x : c.q) x = big(rng) * (rng() % 2 ? 1.0f : -1.0f);
+          c.sm_scale = 1e38f;
+          // K of 24 significant bits, so that sm_scale * q.k is not exact in
+          // double and the score's low part is far above 20.
+          c.has_k_scale = true;
+          c.k_scale = 1.1f;
+        }
+        c.mask_value = mask;
+        c.has_window = true;
+        c.window = 8;
+        SCOPED_TRACE(describe(c) + " sm_scale=" + std::to_string(c.sm_scale) + (avx2 ? " AVX2" : ""));
+        expect_within_bound(c, run_fast(c));
+        if (::testing::Test::HasFatalFailure()) return;
+      }
   });
 }
 
