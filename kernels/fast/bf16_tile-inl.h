@@ -123,6 +123,7 @@ RPA_FAST_BF16_ATTR void TileBf16(const KernelCtx& c, const SeqPlan& s, int64_t g
     }
   }
   const TileKeys keys = KeysOfTile(c, s, row0, row1, lo, hi, tile_skip_masked(c, s, g, row0, row1));
+  const bool ill_conditioned = ScoresIllConditioned(c, s, TileQ1Max(c, s, g, row0, R));
 
   VF m[kRV], l[kRV];
   hn::Vec<DI> lo_i[kRV], hi_i[kRV];
@@ -148,7 +149,8 @@ RPA_FAST_BF16_ATTR void TileBf16(const KernelCtx& c, const SeqPlan& s, int64_t g
       PrefetchBlock(c, s, g, b0 + kBlockKeys, std::min<int64_t>(kBlockKeys, keys.range.hi + 1 - b0 - kBlockKeys));
     GatherBlock(c, s, g, b0, nb, kKC, sc, convert, /*native=*/true);
     for (int64_t j0 = 0; j0 < nbp; j0 += kKC) QKBf16<kRV>(qt2, RP, sc.krow.data() + j0, D2, c.sm_scale, st + j0 * RP);
-    ExactTileScoresIfLarge(c, s, g, row0, R, nb, nbp, RP, sc.krow.data(), /*native=*/true, st, sc);
+    ExactTileScoresIfLarge(c, s, g, row0, R, nb, nbp, RP, sc.krow.data(), /*native=*/true, st, sc,
+                           ill_conditioned);
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
     BlockSoftmaxB<kRV>(c, st, RP, b0, nb, nbp, need_mask, lo_i, hi_i, m, l, sc.alpha.get(), s.p_shift);
 

@@ -459,36 +459,45 @@ inline double TileQ1Max(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t
   return best;
 }
 
-// Whether a group item's scores are ill-conditioned: their products'
-// magnitudes (Hoelder: max ||q_row||_1 over the item's rows x max |K| x
+// Whether scores of rows with ||q||_1 <= q1 against `s`'s keys are
+// ill-conditioned (tiles: ExactTileScoresIfLarge; group items:
+// GroupScoresIllConditioned, over every row of the item's heads): their
+// products' magnitudes (Hoelder: max ||q_row||_1 over the item's rows x max |K| x
 // |sm_scale|, raw_score_bound) reach kExactScoresAbove, whatever the scores
 // themselves. A score of 60 summed from products of 350 in magnitude (int8
 // K over its range, sm_scale 0.1, head_dim 96) carries float32 rounding of
 // the 350s; with near-tied keys and V spread over 380 that put decode rows
 // at 16-22x the reference's error, which rounds the einsum once (`rpa
 // --simd avx2 conform --shapes large`, gen-large-201184 and 201248). Such
-// an item's blocks take the exact recomputation; the rows of a decode item
-// are few, so it costs a pass over them per item. With the bench's
+// an item's or tile's blocks take the exact recomputation; the rows of a
+// decode item are few, so it costs a pass over them per item. With the bench's
 // contents (q and K within [-1, 1], sm_scale 1, head_dim 128) the bound is
 // about 80: never.
 // (A scalar pass over the rows cost the bench's warm decode 8-10%;
 // TileQ1Max's vectors nothing measurable.) Non-finite q or K: left to
 // NeedsExactScores, as before.
+inline bool ScoresIllConditioned(const KernelCtx& c, const SeqPlan& s, double q1) {
+  return s.k_finite && std::isfinite(q1) && !(raw_score_bound(c, q1, s.kmax) < kExactScoresAbove);
+}
 inline bool GroupScoresIllConditioned(const KernelCtx& c, const SeqPlan& s, int64_t h0, int64_t nh, int64_t R) {
   if (!s.k_finite) return false;
   double q1 = 0.0;
   for (int64_t h = 0; h < nh; ++h) q1 = std::max(q1, TileQ1Max(c, s, h0 + h, 0, R));
-  if (!std::isfinite(q1)) return false;
-  return !(raw_score_bound(c, q1, s.kmax) < kExactScoresAbove);
+  return ScoresIllConditioned(c, s, q1);
 }
 
 // A tile's scores st[key][RP] (sm_scale applied) of rows row0 .. row0 + R of
 // KV head g, keys 0 .. nb of the block (nbp padded), recomputed exactly
-// when large. krow as for ExactGroupScoresIfLarge.
+// when large, or always where `ill_conditioned` (ScoresIllConditioned of
+// the tile's rows: scores under kExactScoresAbove summed from products far
+// above it - int8 K without k_scale, sm_scale 0.125, head_dim 64 put a
+// prefill row at 29x the reference's error, half the kernel bound: `rpa
+// conform --shapes large --cases 1000 --seed 900000`, gen-large-900128).
+// krow as for ExactGroupScoresIfLarge.
 inline void ExactTileScoresIfLarge(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_t R,
                                    int64_t nb, int64_t nbp, size_t RP, const uint8_t* const* krow, bool native,
-                                   float* HWY_RESTRICT st, Scratch& sc) {
-  if (!NeedsExactScores(st, size_t(nbp) * RP, 1.0f)) return;
+                                   float* HWY_RESTRICT st, Scratch& sc, bool ill_conditioned) {
+  if (!ill_conditioned && !NeedsExactScores(st, size_t(nbp) * RP, 1.0f)) return;
   for (int64_t j = 0; j < nb; ++j) {
     const float* k = ExactKRow(c, krow[j], native, sc);
     for (int64_t r = 0; r < R; ++r) {
@@ -779,7 +788,9 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
   // Blocks are scanned for large scores only where the rows' L1 norms and
   // the sequence's largest |K| do not already rule them out (one pass over
   // the tile's q rows instead of one over every block's scores).
-  const bool may_be_large = !scores_stay_below(c, s, TileQ1Max(c, s, g, row0, R), kExactScoresAbove);
+  const double q1 = TileQ1Max(c, s, g, row0, R);
+  const bool may_be_large = !scores_stay_below(c, s, q1, kExactScoresAbove);
+  const bool ill_conditioned = ScoresIllConditioned(c, s, q1);
 
   VF m[kRV], l[kRV];
   hn::Vec<DI> lo_i[kRV], hi_i[kRV];
@@ -831,7 +842,8 @@ void TileB(const KernelCtx& c, const SeqPlan& s, int64_t g, int64_t row0, int64_
     for (int64_t j0 = 0; j0 < nbp; j0 += kKC)
       QKBlockB<kRV>(qt, RP, sc.krow.data() + j0, D, c.sm_scale, st + j0 * RP, pf, pf_mask);
     pf.Rest();
-    if (may_be_large) ExactTileScoresIfLarge(c, s, g, row0, R, nb, nbp, RP, sc.krow.data(), /*native=*/false, st, sc);
+    if (may_be_large)
+      ExactTileScoresIfLarge(c, s, g, row0, R, nb, nbp, RP, sc.krow.data(), /*native=*/false, st, sc, ill_conditioned);
 
     const bool need_mask = b0 < keys.lo_max || b0 + nb - 1 > keys.hi_min;
     BlockSoftmaxB<kRV>(c, st, RP, b0, nb, nbp, need_mask, lo_i, hi_i, m, l, sc.alpha.get(), s.p_shift);

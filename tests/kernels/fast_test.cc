@@ -1380,16 +1380,19 @@ TEST(FastEdges, LongHeadDimTileScoresStayWithinTheBound) {
 // kExactScoresAbove, yet float32 chains carry rounding of the hundreds, and
 // near-tied keys with V spread over 380 turn it into 0.16-0.40 of the
 // kernel bound, 16-22x the reference's error (`rpa --simd avx2 conform
-// --shapes large`, gen-large-201184). The decode items take such items'
-// scores exactly (GroupScoresIllConditioned), so the rows stay within an
-// eighth of the bound (the far-worse rule's floor) of the truth with the
-// reference's once-rounded scores. Both SIMD widths.
-TEST(FastEdges, DecodeRowsOfIllConditionedScoresFollowTheOnceRoundedScores) {
+// --shapes large`, gen-large-201184; prefill tiles: gen-large-900128 at
+// 29x). The decode items and the tiles take such scores exactly
+// (ScoresIllConditioned), so the rows stay within an eighth of the bound
+// (the far-worse rule's floor) of the truth with the reference's
+// once-rounded scores. Decode rows (group items) and 23-token rows (tiles),
+// both SIMD widths.
+TEST(FastEdges, IllConditionedScoresFollowTheOnceRoundedScores) {
   std::mt19937 rng(17);
   OnDispatchedThenAvx2([&](bool avx2) {
     double worst = 0.0;
     for (int iter = 0; iter < 8; ++iter) {
-      TestCase c = decode_batch(rng, DType::kFloat32, DType::kInt8, 1, 4, /*q_len=*/1, {124, 94, 40}, /*head_dim=*/96);
+      const int64_t q_len = iter < 4 ? 1 : 23;
+      TestCase c = decode_batch(rng, DType::kFloat32, DType::kInt8, 1, 4, q_len, {124, 94, 40}, /*head_dim=*/96);
       fill_unit_q_and_integer_kv(c, rng, -128, 256);
       c.sm_scale = 0.102f;
       c.has_v_scale = true;
