@@ -419,7 +419,8 @@ inline const float* ExactKRow(const KernelCtx& c, const uint8_t* krow, bool nati
 // Notes a recomputed score (sm_scale applied) that float32 cannot hold:
 // past 3.4e38 the exact math is still finite, the float32 softmax not.
 inline void NoteExactScore(const KernelCtx& c, float score) {
-  if (!std::isfinite(score) && c.nonfinite_exact_scores) c.nonfinite_exact_scores->store(true, std::memory_order_relaxed);
+  if (!std::isfinite(score) && c.nonfinite_exact_scores)
+    c.nonfinite_exact_scores->store(true, std::memory_order_relaxed);
 }
 
 // A group item's raw scores sa[key][4] of group gi (rows gi * 4 ..) of KV
