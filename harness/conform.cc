@@ -31,7 +31,7 @@ double percentile(std::vector<double> v, double p) {
 // ill-conditioned rows) no implementation is expected to be.
 void tally_plain(ImplTally& t, const Verdict& v, const std::string& id) {
   if (v.raised || v.kernel_finding) return;
-  const bool oracle_within = v.reference_plain_share >= 0 && v.reference_plain_share <= 1;
+  const bool oracle_within = v.oracle_within_plain();
   if (v.plain_share > 1) {
     ++t.plain_over, t.plain_over_alone += oracle_within;
     t.plain_over_cases.push_back({id, v.plain_share, v.reference_plain_share});

@@ -33,6 +33,8 @@ struct Verdict {
   // certifier's literal check; and the oracle's own on the same case, where
   // it ran (-1: not known). Reported, not judged.
   double plain_share = 0, reference_plain_share = -1;
+  // The oracle's output is known and within the plain bound on this case.
+  bool oracle_within_plain() const { return reference_plain_share >= 0 && reference_plain_share <= 1; }
   std::string detail;               // why it failed, or a known divergence
   // The failure comes with a diagnostic naming a behaviour of the upstream
   // kernel itself (schedule.* bugs the tiled emulation reproduces,
