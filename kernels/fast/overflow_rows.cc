@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <utility>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/fast/thread_pool.h"
@@ -49,37 +49,73 @@ double exponent(const KeyScore& j, const KeyScore& r, double mask_value) {
   return base + ((j.masked ? mask_value : 0.0) - (r.masked ? mask_value : 0.0));
 }
 
-// K or V element as the reference dequantises it: x.astype(f32) * scale,
-// cast to q's dtype (kernel.py:118-123).
-float dequantised(const KernelCtx& c, float x, bool scaled, float scale) {
-  return scaled ? round_to(c.q_dtype, x * scale) : x;
+// One KV head's K and V over a sequence's keys as the reference
+// dequantises them: x.astype(f32) * scale, cast to q's dtype
+// (kernel.py:118-123). Every q head of the group and every token of the
+// sequence reads the same values, so they are made once per (sequence, KV
+// head) a thread meets rather than per row and key (a 1024-token prefill
+// whose every row overflows: 9.9 s before, figures in docs/fast_kernel.md).
+struct HeadKv {
+  size_t seq = SIZE_MAX;
+  int64_t g = -1;
+  bool finite = false;  // every K and V element of the keys is finite
+  std::vector<float> k, v;  // [key][head_dim]
+
+  void load(const KernelCtx& c, const rpa_problem& p, const SeqPlan& s, size_t seq_index, int64_t kv_head) {
+    seq = seq_index;
+    g = kv_head;
+    const int64_t D = c.head_dim, ps = c.page_size, n = s.num_keys;
+    const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
+    k.resize(size_t(n * D));
+    v.resize(size_t(n * D));
+    finite = true;
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t slot = int64_t(pages[j / ps]) * ps + j % ps;
+      const float* kv = p.kv_pages + (slot * c.num_combined_kv_heads + 2 * g) * D;
+      dequantise(c, kv, c.has_k_scale, c.k_scale, k.data() + j * D);
+      dequantise(c, kv + D, c.has_v_scale, c.v_scale, v.data() + j * D);
+    }
+    finite = std::all_of(k.begin(), k.end(), [](float x) { return std::isfinite(x); }) &&
+             std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+  }
+
+ private:
+  static void dequantise(const KernelCtx& c, const float* x, bool scaled, float scale, float* out) {
+    for (int64_t d = 0; d < c.head_dim; ++d) out[d] = scaled ? round_to(c.q_dtype, x[d] * scale) : x[d];
+  }
+};
+
+// q.k as a double-double: each product exact in double (24-bit by 24-bit
+// significands), summed in four independent TwoSum chains (they overlap in
+// the pipeline instead of waiting on one another), then combined. Eight
+// chains held as arrays measured the same.
+DoubleDouble exact_dot(const float* q, const float* k, int64_t D) {
+  DoubleDouble part[4];
+  int64_t d = 0;
+  for (; d + 4 <= D; d += 4)
+    for (int i = 0; i < 4; ++i) part[i].add(double(q[d + i]) * double(k[d + i]));
+  for (; d < D; ++d) part[0].add(double(q[d]) * double(k[d]));
+  for (int i = 1; i < 4; ++i) {
+    part[0].add(part[i].hi);
+    part[0].lo += part[i].lo;
+  }
+  part[0].normalise();
+  return part[0];
 }
 
-// Row `t`, q head `h` of `s`, into `out` (head_dim values); false where an
-// input is not finite (the row is then left as the kernel wrote it).
-bool recompute_row(const KernelCtx& c, const rpa_problem& p, const SeqPlan& s, int64_t t, int64_t h,
+// Row `t`, q head `h` of `s`, into `acc` (head_dim values) from its KV
+// head's values `kv`; false where q's row is not finite (the row is then
+// left as the kernel wrote it).
+bool recompute_row(const KernelCtx& c, const SeqPlan& s, int64_t t, int64_t h, const HeadKv& kv,
                    std::vector<KeyScore>& score, std::vector<double>& acc) {
-  const int64_t D = c.head_dim, ps = c.page_size;
-  const int64_t g = h / c.group;
+  const int64_t D = c.head_dim;
   const float* q = QHeadRow(c, s, t, h);
   if (!std::all_of(q, q + D, [](float x) { return std::isfinite(x); })) return false;
-  const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
-  const auto kv_row = [&](int64_t j, int64_t head) {
-    const int64_t slot = int64_t(pages[j / ps]) * ps + j % ps;
-    return p.kv_pages + (slot * c.num_combined_kv_heads + head) * D;
-  };
   const RowRange r = row_range(c, s, t);
   score.assign(size_t(s.num_keys), {});
   int64_t best = -1;
   for (int64_t j = 0; j < s.num_keys; ++j) {
-    const float* k = kv_row(j, 2 * g);
-    DoubleDouble dot;
-    for (int64_t d = 0; d < D; ++d) {
-      const float kd = dequantised(c, k[d], c.has_k_scale, c.k_scale);
-      if (!std::isfinite(kd)) return false;
-      dot.add(double(q[d]) * double(kd));  // exact: 24-bit by 24-bit significands
-    }
-    dot.normalise();
+    const DoubleDouble dot = exact_dot(q, kv.k.data() + j * D, D);
     // sm_scale * q.k (kernel.py:132) as hi + lo: the product's rounding error by FMA.
     const double sm = c.sm_scale;
     KeyScore& x = score[size_t(j)];
@@ -93,12 +129,8 @@ bool recompute_row(const KernelCtx& c, const rpa_problem& p, const SeqPlan& s, i
   for (int64_t j = 0; j < s.num_keys; ++j) {
     const double w = std::exp(exponent(score[size_t(j)], score[size_t(best)], c.mask_value));
     sum += w;
-    const float* v = kv_row(j, 2 * g + 1);
-    for (int64_t d = 0; d < D; ++d) {
-      const float vd = dequantised(c, v[d], c.has_v_scale, c.v_scale);
-      if (!std::isfinite(vd)) return false;
-      acc[size_t(d)] += w * double(vd);
-    }
+    const float* v = kv.v.data() + j * D;
+    for (int64_t d = 0; d < D; ++d) acc[size_t(d)] += w * double(v[d]);
   }
   for (int64_t d = 0; d < D; ++d) acc[size_t(d)] /= sum;
   return true;
@@ -109,29 +141,43 @@ bool recompute_row(const KernelCtx& c, const rpa_problem& p, const SeqPlan& s, i
 int64_t recompute_nonfinite_rows(const Plan& plan, const rpa_problem& p, int threads) {
   const KernelCtx& c = plan.ctx;
   const int64_t D = c.head_dim;
-  // (sequence, token) units, claimed by the threads: a prefill whose
-  // every score overflows has all its rows to redo.
-  std::vector<std::pair<size_t, int64_t>> units;
+  // (sequence, KV head, block of tokens) units in that order, claimed by
+  // the threads: consecutive units share a KV head's dequantised values,
+  // and a long prefill whose every score overflows still spreads over
+  // every thread.
+  constexpr int64_t kUnitTokens = 16;
+  struct Unit {
+    size_t seq;
+    int64_t g, t0;
+  };
+  std::vector<Unit> units;
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const SeqPlan& s = plan.seqs[i];
     if (!s.k_finite || s.num_keys <= 0) continue;
-    for (int64_t t = 0; t < s.num_tokens; ++t) units.emplace_back(i, t);
+    for (int64_t g = 0; g < c.num_kv_heads; ++g)
+      for (int64_t t0 = 0; t0 < s.num_tokens; t0 += kUnitTokens) units.push_back({i, g, t0});
   }
   std::atomic<size_t> next{0};
   std::atomic<int64_t> rewritten{0};
   const int n = std::max(1, int(std::min<size_t>(size_t(std::max(threads, 1)), units.size())));
   ThreadPool::global().run(n, [&](int) {
+    HeadKv kv;
     std::vector<KeyScore> score;
     std::vector<double> acc(size_t(std::max<int64_t>(D, 0)));
     for (size_t u = next.fetch_add(1); u < units.size(); u = next.fetch_add(1)) {
-      const SeqPlan& s = plan.seqs[units[u].first];
-      const int64_t t = units[u].second;
-      for (int64_t h = 0; h < c.num_q_heads; ++h) {
-        float* out = OutHeadRow(c, s, t, h);
-        if (std::all_of(out, out + D, [](float x) { return std::isfinite(x); })) continue;
-        if (!recompute_row(c, p, s, t, h, score, acc)) continue;
-        for (int64_t d = 0; d < D; ++d) out[d] = round_to(c.q_dtype, float(acc[size_t(d)]));
-        rewritten.fetch_add(1, std::memory_order_relaxed);
+      const Unit& unit = units[u];
+      const SeqPlan& s = plan.seqs[unit.seq];
+      for (int64_t t = unit.t0; t < std::min(s.num_tokens, unit.t0 + kUnitTokens); ++t) {
+        for (int64_t h = unit.g * c.group; h < (unit.g + 1) * c.group; ++h) {
+          float* out = OutHeadRow(c, s, t, h);
+          if (std::all_of(out, out + D, [](float x) { return std::isfinite(x); })) continue;
+          // Rows whose K or V hold a NaN or Inf keep the kernel's answer:
+          // the reference's poisoning, which the exact math shares.
+          if (kv.seq != unit.seq || kv.g != unit.g) kv.load(c, p, s, unit.seq, unit.g);
+          if (!kv.finite || !recompute_row(c, s, t, h, kv, score, acc)) continue;
+          for (int64_t d = 0; d < D; ++d) out[d] = round_to(c.q_dtype, float(acc[size_t(d)]));
+          rewritten.fetch_add(1, std::memory_order_relaxed);
+        }
       }
     }
   });

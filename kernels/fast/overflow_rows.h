@@ -21,7 +21,9 @@ namespace rpa::fast {
 // (row_range); the weights and p.v in double, rounded once to q's dtype.
 // Rows whose inputs hold a NaN or Inf keep the kernel's answer (the
 // reference's poisoning, which the exact math shares). On `threads`
-// threads, a token's rows each; returns how many rows were rewritten.
+// threads, claiming (sequence, KV head, 16 tokens) units, each KV head's
+// K and V dequantised once per thread that meets it; returns how many rows
+// were rewritten.
 int64_t recompute_nonfinite_rows(const Plan& plan, const rpa_problem& p, int threads);
 
 }  // namespace rpa::fast
