@@ -68,7 +68,6 @@ struct HeadKv {
     const int32_t* pages = c.pages + s.page_row * c.pages_per_seq;
     k.resize(size_t(n * D));
     v.resize(size_t(n * D));
-    finite = true;
     for (int64_t j = 0; j < n; ++j) {
       const int64_t slot = int64_t(pages[j / ps]) * ps + j % ps;
       const float* kv = p.kv_pages + (slot * c.num_combined_kv_heads + 2 * g) * D;
