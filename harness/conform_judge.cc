@@ -88,17 +88,18 @@ Verdict judge(const Case& c, const std::string& impl, const ImplOutput& got, con
     // the reference's error is not 0, it is unmeasurable (fuzz finding: the
     // fast kernel's exact answer under sm_scale 1e37, half an ulp from the
     // truth, was "far worse" than an all-NaN reference).
-    // Summarised again only where that changes an element (the reference is
-    // almost always finite everywhere, and then `s` is that summary).
-    std::vector<float> comparable(got.values);
-    bool replaced = false;
-    for (size_t i = 0; i < comparable.size(); ++i) {
-      const float r = reference->values[i];
-      if (std::isfinite(r) || (std::isnan(r) && std::isnan(comparable[i])) || r == comparable[i]) continue;
+    // Copied and summarised again only where that changes an element (the
+    // reference is almost always finite everywhere, and then `s` is that
+    // summary).
+    std::vector<float> comparable;  // empty: no element changed
+    for (size_t i = 0; i < got.values.size(); ++i) {
+      const float r = reference->values[i], x = got.values[i];
+      if (std::isfinite(r) || (std::isnan(r) && std::isnan(x)) || r == x) continue;
+      if (comparable.empty()) comparable = got.values;
       comparable[i] = r;
-      replaced = true;
     }
-    const ErrorSummary cmp = replaced ? summarize_errors(comparable, target, judge_dtype, bound, ref_points) : s;
+    const ErrorSummary cmp =
+        comparable.empty() ? s : summarize_errors(comparable, target, judge_dtype, bound, ref_points);
     if (far_worse_than_reference(cmp, ref)) {
       v.ok = false;
       v.kernel_finding = names_kernel_finding(got.diagnostics);
